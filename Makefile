@@ -1,0 +1,45 @@
+# Two entry points for a fresh machine: `make demo` and `make test`. Both create .venv once;
+# later runs reuse it (the stamp is refreshed only when pyproject.toml changes).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+# Without an NVIDIA GPU, install torch's CPU build first (a plain `torch` requirement would pull
+# the multi-GB CUDA build). On this project's machines pip finds that wheel on local disk.
+TORCH_CPU ?= torch==2.13.0
+
+DEMO_SHAPE ?= M=256,N=256,K=256
+
+.PHONY: install demo test lint unit clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	@if nvidia-smi -L >/dev/null 2>&1; then \
+		echo "GPU found: torch comes from the project requirements"; \
+	else \
+		echo "no GPU: installing $(TORCH_CPU) (CPU build)"; \
+		$(BIN)/python -m pip install -q "$(TORCH_CPU)"; \
+	fi
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/tuner tune matmul --shape $(DEMO_SHAPE) --dtype fp16 --trials 20 --parallel 2 --seed 0
+	$(BIN)/tuner best matmul --shape $(DEMO_SHAPE) --dtype fp16
+	@echo "Browse every trial: $(BIN)/tuner dashboard   (http://127.0.0.1:8080)"
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest -q
+
+unit: $(STAMP)
+	$(BIN)/pytest -q tests/unit
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

@@ -1,0 +1,265 @@
+"""Every query of the service. Callers pass a ``Session`` and own the transaction.
+
+Writes that can race (a result delivered twice, two jobs improving the same best config) are
+compare-and-set ``UPDATE … WHERE`` statements whose row count says who won; nothing here reads
+a row and then writes it back unguarded.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+
+from db.models import BestConfig
+from db.models import Job
+from db.models import Problem
+from db.models import Trial
+from db.models import utcnow
+
+ACTIVE_TRIAL_STATES = ("queued", "running")
+
+
+# -- jobs -------------------------------------------------------------------------------------
+def job_by_idempotency_key(session: so.Session, key: str) -> Job | None:
+    return session.scalars(sa.select(Job).where(Job.idempotency_key == key)).first()
+
+
+def add_job(session: so.Session, **fields: Any) -> Job:
+    job = Job(**fields)
+    session.add(job)
+    session.flush()
+    return job
+
+
+def add_problem(session: so.Session, **fields: Any) -> Problem:
+    problem = Problem(**fields)
+    session.add(problem)
+    session.flush()
+    return problem
+
+
+def get_job(session: so.Session, job_id: int) -> Job | None:
+    return session.get(Job, job_id)
+
+
+def list_jobs(session: so.Session, limit: int = 20) -> Sequence[Job]:
+    return session.scalars(sa.select(Job).order_by(Job.id.desc()).limit(limit)).all()
+
+
+def problems_of(session: so.Session, job_id: int) -> Sequence[Problem]:
+    return session.scalars(
+        sa.select(Problem).where(Problem.job_id == job_id).order_by(Problem.position)).all()
+
+
+def set_job_status(session: so.Session, job_id: int, status: str,
+                   error: str | None = None) -> None:
+    values: dict[str, Any] = {"status": status}
+    now = utcnow()
+    if status == "running":
+        values["started_at"] = sa.func.coalesce(Job.started_at, now)
+    if status in ("completed", "failed", "cancelled"):
+        values["finished_at"] = now
+    if error is not None:
+        values["error"] = error
+    session.execute(sa.update(Job).where(Job.id == job_id).values(**values))
+
+
+def cancel_job(session: so.Session, job_id: int, *, include_running: bool = False) -> int:
+    """Mark the job cancelled and its queued trials ``cancelled``; returns trials cancelled.
+
+    Running trials are left to finish (their result is still stored) unless
+    ``include_running``: then they are cancelled too, and a result arriving later is refused by
+    the compare-and-set. Queued ones are skipped by any worker that receives them later,
+    because claiming needs status ``queued``.
+    """
+    session.execute(sa.update(Job).where(Job.id == job_id, Job.status.in_(
+        ("pending", "running"))).values(status="cancelled", finished_at=utcnow()))
+    states = ("queued", "running") if include_running else ("queued",)
+    result = session.execute(
+        sa.update(Trial).where(Trial.job_id == job_id, Trial.status.in_(states))
+        .values(status="cancelled", finished_at=utcnow(), lease_until=None,
+                error="job cancelled"))
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+# -- trials -----------------------------------------------------------------------------------
+def add_trial(session: so.Session, **fields: Any) -> Trial:
+    trial = Trial(**fields)
+    session.add(trial)
+    session.flush()
+    return trial
+
+
+def get_trial(session: so.Session, trial_id: int) -> Trial | None:
+    return session.get(Trial, trial_id)
+
+
+def claim_trial(session: so.Session, trial_id: int, attempt: int, owner: str,
+                lease_s: float) -> bool:
+    """Queued → running for this attempt. False when cancelled, already done or re-attempted."""
+    now = utcnow()
+    result = session.execute(
+        sa.update(Trial)
+        .where(Trial.id == trial_id, Trial.attempt == attempt, Trial.status == "queued")
+        .values(status="running", lease_owner=owner, started_at=now,
+                lease_until=now + dt.timedelta(seconds=lease_s)))
+    return (result.rowcount or 0) == 1  # type: ignore[attr-defined]
+
+
+def store_result(session: so.Session, trial_id: int, attempt: int,
+                 values: dict[str, Any]) -> bool:
+    """Write a final result if the trial is still active at ``attempt``; True if it was stored.
+
+    This is the compare-and-set of DESIGN.md decision 1: a second delivery of the same attempt,
+    or a late result of an attempt the reconciler already replaced, changes nothing.
+    """
+    result = session.execute(
+        sa.update(Trial)
+        .where(Trial.id == trial_id, Trial.attempt == attempt,
+               Trial.status.in_(ACTIVE_TRIAL_STATES))
+        .values(finished_at=utcnow(), lease_until=None, **values))
+    return (result.rowcount or 0) == 1  # type: ignore[attr-defined]
+
+
+def untold_final_trials(session: so.Session, problem_id: int) -> Sequence[Trial]:
+    return session.scalars(
+        sa.select(Trial)
+        .where(Trial.problem_id == problem_id, Trial.told.is_(False),
+               Trial.status.not_in(ACTIVE_TRIAL_STATES))
+        .order_by(Trial.number)).all()
+
+
+def mark_told(session: so.Session, trial_id: int) -> None:
+    session.execute(sa.update(Trial).where(Trial.id == trial_id).values(told=True))
+
+
+def count_untold(session: so.Session, problem_id: int) -> int:
+    """Trials whose outcome Optuna does not have yet: in flight, or finished but not told."""
+    return int(session.scalar(
+        sa.select(sa.func.count()).select_from(Trial)
+        .where(Trial.problem_id == problem_id, Trial.told.is_(False))) or 0)
+
+
+def first_trial_with_config(session: so.Session, problem_id: int,
+                            config_hash: str) -> Trial | None:
+    """The earliest non-duplicate trial of this problem with this config, if any."""
+    return session.scalars(
+        sa.select(Trial)
+        .where(Trial.problem_id == problem_id, Trial.config_hash == config_hash,
+               Trial.duplicate_of.is_(None), Trial.status != "invalid")
+        .order_by(Trial.number).limit(1)).first()
+
+
+def trials_of_job(session: so.Session, job_id: int) -> Sequence[Trial]:
+    return session.scalars(
+        sa.select(Trial).where(Trial.job_id == job_id)
+        .order_by(Trial.problem_id, Trial.number)).all()
+
+
+def status_counts(session: so.Session, job_id: int) -> dict[str, int]:
+    """Trials per status; repeated proposals (answered from an earlier trial) as ``repeat``."""
+    rows = session.execute(
+        sa.select(Trial.status, Trial.duplicate_of.is_not(None), sa.func.count())
+        .where(Trial.job_id == job_id).group_by(Trial.status, Trial.duplicate_of.is_not(None))
+    ).all()
+    counts: dict[str, int] = {}
+    for status, repeat, n in rows:
+        key = "repeat" if repeat else str(status)
+        counts[key] = counts.get(key, 0) + int(n)
+    return counts
+
+
+def update_problem(session: so.Session, problem_id: int, **values: Any) -> None:
+    session.execute(sa.update(Problem).where(Problem.id == problem_id).values(**values))
+
+
+# -- best configs -----------------------------------------------------------------------------
+def offer_best(session: so.Session, *, kernel: str, problem: dict[str, Any],
+               problem_hash: str, problem_key: str, dtype: str, device_kind: str, backend: str,
+               config: dict[str, Any], fraction: float, median_ms: float, trial_id: int,
+               job_id: int, fingerprint: dict[str, Any]) -> bool:
+    """Make this trial the best config of its key if it beats the stored one; True if it did.
+
+    Race-safe: a conditional UPDATE (``fraction < new``) first, an INSERT when no row exists,
+    and a retry of the UPDATE if a concurrent INSERT won.
+    """
+    key = (BestConfig.kernel == kernel, BestConfig.problem_hash == problem_hash,
+           BestConfig.dtype == dtype, BestConfig.device_kind == device_kind)
+    values = dict(backend=backend, config=config, fraction=fraction, median_ms=median_ms,
+                  trial_id=trial_id, job_id=job_id, fingerprint=fingerprint,
+                  problem=problem, problem_key=problem_key, updated_at=utcnow())
+    for _ in range(2):
+        result = session.execute(
+            sa.update(BestConfig).where(*key, BestConfig.fraction < fraction).values(**values))
+        if (result.rowcount or 0) == 1:  # type: ignore[attr-defined]
+            return True
+        if session.scalar(sa.select(BestConfig.id).where(*key)) is not None:
+            return False
+        try:
+            with session.begin_nested():
+                session.add(BestConfig(kernel=kernel, problem_hash=problem_hash, dtype=dtype,
+                                       device_kind=device_kind, **values))
+            return True
+        except sa.exc.IntegrityError:
+            continue
+    return False
+
+
+def best_configs(session: so.Session, *, kernel: str | None = None,
+                 device_kind: str | None = None) -> Sequence[BestConfig]:
+    query = sa.select(BestConfig).order_by(BestConfig.kernel, BestConfig.device_kind,
+                                           BestConfig.dtype, BestConfig.problem_key)
+    if kernel is not None:
+        query = query.where(BestConfig.kernel == kernel)
+    if device_kind is not None:
+        query = query.where(BestConfig.device_kind == device_kind)
+    return session.scalars(query).all()
+
+
+def best_config_rows(session: so.Session, kernel: str, problem_hash: str, dtype: str,
+                     device_kinds: Iterable[str] | None = None) -> Sequence[BestConfig]:
+    query = sa.select(BestConfig).where(BestConfig.kernel == kernel,
+                                        BestConfig.problem_hash == problem_hash,
+                                        BestConfig.dtype == dtype)
+    if device_kinds is not None:
+        query = query.where(BestConfig.device_kind.in_(list(device_kinds)))
+    return session.scalars(query.order_by(BestConfig.fraction.desc())).all()
+
+
+def expire_leases(session: so.Session, job_id: int, max_attempts: int) -> tuple[
+        list[Trial], list[Trial]]:
+    """Trials whose worker vanished (running past their lease): requeue at attempt + 1, or
+    mark ``lost`` once ``max_attempts`` deliveries failed. Returns (requeued, lost)."""
+    now = utcnow()
+    expired = session.scalars(
+        sa.select(Trial).where(Trial.job_id == job_id, Trial.status == "running",
+                               Trial.lease_until < now)).all()
+    requeued: list[Trial] = []
+    lost: list[Trial] = []
+    for t in expired:
+        guard = (Trial.id == t.id, Trial.attempt == t.attempt, Trial.status == "running")
+        if t.attempt >= max_attempts:
+            result = session.execute(sa.update(Trial).where(*guard).values(
+                status="lost", finished_at=now, lease_until=None,
+                error=f"worker {t.lease_owner} vanished; {t.attempt} attempt(s) made"))
+            if result.rowcount:  # type: ignore[attr-defined]
+                lost.append(t)
+        else:
+            result = session.execute(sa.update(Trial).where(*guard).values(
+                status="queued", attempt=t.attempt + 1, lease_owner=None, lease_until=None,
+                started_at=None))
+            if result.rowcount:  # type: ignore[attr-defined]
+                session.refresh(t)
+                requeued.append(t)
+    return requeued, lost
+
+
+def queued_trials(session: so.Session, job_id: int) -> Sequence[Trial]:
+    return session.scalars(
+        sa.select(Trial).where(Trial.job_id == job_id, Trial.status == "queued")
+        .order_by(Trial.id)).all()

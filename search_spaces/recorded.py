@@ -1,0 +1,134 @@
+"""Recorded tuning spaces: Kernel Tuner cache files as search spaces.
+
+A cache file (``shared/data/replay/README.md``) declares a grid (``tune_params``, in
+``tune_params_keys`` order) and records one entry per measured point, keyed ``"v1,v2,…"``.
+Grid points absent from the cache violated the kernel's restrictions: they are statically
+invalid here too (the ``recorded_point`` constraint). Files written incrementally may lack their
+closing braces; the loader closes them.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from search_spaces.constraints import Constraint
+from search_spaces.constraints import register
+from search_spaces.context import Context
+from search_spaces.params import Categorical
+from search_spaces.params import Choice
+from search_spaces.params import Param
+from search_spaces.space import SearchSpace
+
+#: Kernel Tuner failure strings, as they appear in ``time``.
+FAILURE_STRINGS = ("RuntimeFailedConfig", "CompilationFailedConfig", "InvalidConfig")
+
+
+@dataclass(frozen=True)
+class Recording:
+    """One parsed cache file. ``entries`` maps the cache key to the recorded entry."""
+
+    path: Path
+    digest: str
+    device_name: str
+    kernel_name: str
+    problem_size: tuple[int, ...]
+    keys: tuple[str, ...]
+    grid: Mapping[str, tuple[Any, ...]]
+    entries: Mapping[str, Mapping[str, Any]]
+
+    def key_of(self, config: Mapping[str, Any]) -> str:
+        return ",".join(str(config[k]) for k in self.keys)
+
+    def best_time_ms(self) -> float:
+        """Fastest recorded successful ``time`` of the whole space."""
+        times = [e["time"] for e in self.entries.values() if _is_time(e.get("time"))]
+        if not times:
+            raise ValueError(f"{self.path} records no successful configuration")
+        return float(min(times))
+
+    def problem(self) -> dict[str, int]:
+        return {f"p{i}": int(v) for i, v in enumerate(self.problem_size)}
+
+
+def _is_time(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
+def _parse(text: str) -> dict[str, Any]:
+    """Parse a cache file, closing a truncated one (Kernel Tuner appends entries)."""
+    try:
+        return dict(json.loads(text))
+    except ValueError:
+        pass
+    body = text.rstrip().rstrip(",")
+    for suffix in ("}", "}}", "}}}", "\n}\n}"):
+        try:
+            return dict(json.loads(body + suffix))
+        except ValueError:
+            continue
+    # Cut back to the last complete entry, then close.
+    cut = body.rfind("},")
+    if cut > 0:
+        return dict(json.loads(body[: cut + 1] + "}}"))
+    raise ValueError("not a Kernel Tuner cache file (unparseable JSON)")
+
+
+_CACHE: dict[str, Recording] = {}
+
+
+def load_recording(path: str | Path) -> Recording:
+    """Load (once per process) and validate a Kernel Tuner cache file, gzip or plain."""
+    p = Path(path).expanduser().resolve()
+    raw = p.read_bytes()
+    digest = hashlib.sha256(raw).hexdigest()[:16]
+    if digest in _CACHE:
+        return _CACHE[digest]
+    text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8")
+    data = _parse(text)
+    for field in ("tune_params_keys", "tune_params", "cache"):
+        if field not in data:
+            raise ValueError(f"{p} is not a Kernel Tuner cache file: no {field!r}")
+    keys = tuple(str(k) for k in data["tune_params_keys"])
+    grid = {k: tuple(data["tune_params"][k]) for k in keys}
+    size = data.get("problem_size", [])
+    rec = Recording(
+        path=p, digest=digest, device_name=str(data.get("device_name", "unknown")),
+        kernel_name=str(data.get("kernel_name", p.name)),
+        problem_size=tuple(int(x) for x in (size if isinstance(size, list) else [size])),
+        keys=keys, grid=grid, entries=dict(data["cache"]),
+    )
+    _CACHE[digest] = rec
+    return rec
+
+
+def registered_recording(digest: str) -> Recording:
+    if digest not in _CACHE:
+        raise LookupError(f"recording {digest} is not loaded in this process")
+    return _CACHE[digest]
+
+
+@register("recorded_point", "the recording has no entry for this grid point (a restriction)")
+def recorded_point(config: Mapping[str, Any], ctx: Context, *, recording: str) -> bool:
+    rec = registered_recording(recording)
+    return rec.key_of(config) in rec.entries
+
+
+def _param(name: str, values: tuple[Any, ...]) -> Param:
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return Choice(name, tuple(values))
+    return Categorical(name, tuple(values))
+
+
+def recorded_space(rec: Recording) -> SearchSpace:
+    """The declared grid as a space; unrecorded points are invalid via ``recorded_point``."""
+    return SearchSpace(
+        name=f"recorded:{rec.kernel_name}",
+        params=tuple(_param(k, rec.grid[k]) for k in rec.keys),
+        constraints=(Constraint.of("recorded_point", recording=rec.digest),),
+    )

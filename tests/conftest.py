@@ -1,0 +1,80 @@
+"""Shared fixtures. Kernels run under Triton's interpreter in this process (no GPU here)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+from tests.services import PostgresServer
+from tests.services import RedisServer
+from tuner.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+REPLAY_DIR_CANDIDATES = (ROOT / "benchmarks" / "data" / "replay",
+                         ROOT.parent / "shared" / "data" / "replay")
+FAULT_KERNEL = str(ROOT / "tests" / "kernels" / "fault_kernel.py")
+
+
+def replay_file(name: str) -> Path:
+    """A recorded space from the repository (or the shared folder beside it)."""
+    for folder in REPLAY_DIR_CANDIDATES:
+        if (folder / name).is_file():
+            return folder / name
+    pytest.skip(f"recorded space {name} not found")
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Shared across the session so the host calibration runs once."""
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture()
+def settings(tmp_path: Path, cache_dir: Path) -> Settings:
+    return Settings(db_url=f"sqlite:///{tmp_path / 'tuner.db'}", cache_dir=cache_dir,
+                    kernel_roots=(ROOT,))
+
+
+@pytest.fixture()
+def cli_env(tmp_path: Path, cache_dir: Path) -> dict[str, str]:
+    """Environment for ``tuner`` subprocesses: private data dir, shared cache, repo root."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUNER_")}
+    env.update(TUNER_DATA_DIR=str(tmp_path / "data"), TUNER_CACHE_DIR=str(cache_dir),
+               TUNER_KERNEL_ROOTS=str(ROOT), PYTHONUNBUFFERED="1", COLUMNS="200")
+    env.pop("TRITON_INTERPRET", None)
+    return env
+
+
+def run_cli(args: list[str], env: dict[str, str], timeout: float = 600,
+            check: bool = False) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([sys.executable, "-m", "tuner.cli", *args], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"tuner {' '.join(args)} failed ({proc.returncode}):\n"
+                             f"{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    server = PostgresServer()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture()
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer()
+    try:
+        yield server
+    finally:
+        server.close()

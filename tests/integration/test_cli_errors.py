@@ -1,0 +1,69 @@
+"""Bad input: one clear line, a non-zero exit, and nothing written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.conftest import run_cli
+from tests.services import free_port
+
+EMPTY = str(ROOT / "tests" / "kernels" / "empty_space.py") + ":EMPTY"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["tune", "nosuch", "--shape", "N=1"], "unknown kernel 'nosuch'"),
+    (["tune", "matmul", "--shape", "M=abc,N=1,K=1"], "dimension M must be an integer"),
+    (["tune", "matmul", "--shape", "12x12"], "expected 3 sizes"),
+    (["tune", "matmul", "--shape", "M=4,N=4"], "missing dimension(s) K"),
+    (["tune", "matmul", "--shape", "M=4,N=4,K=4", "--dtype", "int3"], "unknown dtype 'int3'"),
+    (["tune", "matmul", "--shape", "M=0,N=4,K=4"], "M must be positive, got 0"),
+    (["tune", "matmul", "--shape", "M=4,N=-4,K=4"], "N must be positive, got -4"),
+    (["tune", "matmul", "--shape", "M=4,N=4,K=4", "--trials", "0"], "at least 1"),
+    (["tune", "matmul", "--shape", "M=4,N=4,K=4", "--backend", "tpu"], "unknown backend"),
+    (["tune", "matmul", "--shape", "M=4,N=4,K=4", "--sampler", "magic"], "unknown sampler"),
+    (["tune", "matmul", "--shape", "M=4,N=4,K=4", "--backend", "interpret", "--device-kind",
+      "h100-sxm"], "runs on the host CPU"),
+    (["tune", EMPTY, "--shape", "N=10", "--backend", "interpret"], "has no valid config"),
+    (["tune", "/etc/passwd.py:X", "--shape", "N=10"], "outside the allowed kernel roots"),
+    (["tune", "matmul", "--shape", "M=4,N=4,K=4", "--backend", "replay:/no/such.json.gz"],
+     "cannot replay"),
+    (["best", "matmul", "--shape", "M=4,N=4,K=4", "--dtype", "fp16", "--source", "/no/file"],
+     "no such export file"),
+    (["status", "3"], "no database"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(cli_env, args, message):
+    proc = run_cli([*args], cli_env, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:"), proc.stderr
+    assert message in proc.stderr
+    assert not Path(cli_env["TUNER_DATA_DIR"]).exists()
+
+
+def test_unreachable_or_malformed_database_url(cli_env):
+    url = f"postgresql://nobody@127.0.0.1:{free_port()}/tuner"
+    for db, message in ((url, "cannot reach the database"), ("nota://url", "database URL")):
+        proc = run_cli(["tune", "matmul", "--shape", "M=4,N=4,K=4", "--backend", "interpret",
+                        "--db", db], cli_env, timeout=120)
+        assert proc.returncode == 2, proc.stderr
+        assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_user_module_that_fails_to_import(cli_env, tmp_path):
+    bad = tmp_path / "broken.py"
+    bad.write_text("import does_not_exist_anywhere\n")
+    env = {**cli_env, "TUNER_KERNEL_ROOTS": str(tmp_path)}
+    proc = run_cli(["tune", f"{bad}:K", "--shape", "N=1"], env)
+    assert proc.returncode == 2 and "ModuleNotFoundError" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_help_explains_every_command(cli_env):
+    proc = run_cli(["--help"], cli_env)
+    for command in ("tune", "status", "best", "export", "dashboard", "kernels", "db"):
+        assert command in proc.stdout
+    tune = run_cli(["tune", "--help"], cli_env)
+    assert "--shape" in tune.stdout and "roofline" in tune.stdout

@@ -1,0 +1,23 @@
+"""Kernel autotuning service. The production surface is ``best_config``.
+
+Importing ``tuner`` is cheap: it imports neither Optuna, Celery, torch nor Triton.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from typing import Any
+
+if TYPE_CHECKING:
+    from tuner.lookup import best_config as best_config
+
+
+def __getattr__(name: str) -> Any:
+    if name == "best_config":
+        from tuner.lookup import best_config
+
+        return best_config
+    raise AttributeError(name)
+
+
+__all__ = ["best_config"]

@@ -1,0 +1,301 @@
+"""Drive one job: ask Optuna ▶ enqueue ▶ collect results from the database ▶ tell ▶ stop.
+
+``JobDriver.step()`` does one non-blocking round and says whether the job is still active, so
+the blocking ``tuner tune`` loop and a scheduler driving many jobs use the same code. All state
+lives in the database: a new driver for the same job resumes where the last one stopped (queued
+trials are re-sent — a duplicate delivery is harmless — and trials whose worker vanished are
+requeued or marked lost by ``expire_leases``).
+
+Problems of a job run one after another; ``parallel`` trials of the current one are in flight.
+Budget accounting follows the replay README: a *measured* trial is a distinct config that went
+to a device (succeeded or failed). Statically invalid proposals and repeats are recorded and told
+to Optuna but cost nothing; a long streak of them stops the problem.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy.orm as so
+
+from db import repository as repo
+from db.models import Problem
+from db.models import Trial
+from db.models import utcnow
+from search_spaces import Context
+from search_spaces import stable_hash
+from tuner.jobs import problem_context
+from tuner.kernels import KernelSpec
+from tuner.queue import BenchQueue
+from tuner.study import ProblemStudy
+from tuner.types import BenchmarkRequest
+from tuner.types import JobSpec
+from tuner.types import TrialStatus
+from tuner.types import problem_hash
+
+log = logging.getLogger(__name__)
+
+#: Consecutive invalid or repeated proposals after which a problem is stopped as stuck.
+MAX_FREE_STREAK = 500
+#: Proposals one fill may examine before yielding (keeps a step short).
+MAX_PROPOSALS_PER_STEP = 200
+#: Spaces up to this size are enumerated to detect that every valid config was measured.
+MAX_ENUMERATED_SPACE = 200_000
+
+FINAL_JOB_STATES = ("completed", "failed")
+NOT_COUNTED = (TrialStatus.INVALID, TrialStatus.CANCELLED)
+
+
+@dataclass
+class _ProblemRun:
+    problem_id: int
+    problem: dict[str, int]
+    study: ProblemStudy
+    ctx: Context
+    free_streak: int = 0
+    valid_count: int | None = None
+
+
+def trial_attrs(t: Trial) -> dict[str, Any]:
+    """User attrs of a told trial: the metrics the dashboard shows."""
+    prov = t.provenance or {}
+    return {
+        "status": t.status, "median_ms": t.median_ms, "p20_ms": t.p20_ms, "p80_ms": t.p80_ms,
+        "tflops": t.tflops, "gbps": t.gbps, "bound": t.bound, "score_basis": t.score_basis,
+        "fraction_measured_ceilings": t.fraction_measured, "compile_s": t.compile_s,
+        "gpu": prov.get("device_name"), "device_kind": t.device_kind, "tuner_trial_id": t.id,
+        "attempt": t.attempt, "duplicate_of": t.duplicate_of,
+        "error": (t.error or "")[:500] or None,
+    }
+
+
+def fingerprint(job_kernel_hash: str, space_hash: str, t: Trial) -> dict[str, Any]:
+    """Everything that can change the answer (DESIGN.md decision 10)."""
+    prov = t.provenance or {}
+    return {
+        "kernel_source_hash": job_kernel_hash, "space_hash": space_hash,
+        "device_kind": t.device_kind, "device_name": prov.get("device_name"),
+        "compute_capability": prov.get("compute_capability"), "triton": prov.get("triton"),
+        "torch": prov.get("torch"), "cuda": prov.get("cuda"), "driver": prov.get("driver"),
+        "backend": prov.get("backend"),
+    }
+
+
+class JobDriver:
+    """Drives one job through a queue; see the module docstring."""
+
+    def __init__(self, sessions: so.sessionmaker[so.Session], db_url: str, job_id: int,
+                 kernel: KernelSpec, queue: BenchQueue,
+                 on_told: Callable[[Trial], None] | None = None) -> None:
+        self.sessions = sessions
+        self.db_url = db_url
+        self.job_id = job_id
+        self.kernel = kernel
+        self.queue = queue
+        self.on_told = on_told
+        self._runs: dict[int, _ProblemRun] = {}
+        with sessions.begin() as session:
+            job = repo.get_job(session, job_id)
+            if job is None:
+                raise LookupError(f"no job {job_id}")
+            self.spec = JobSpec.from_json(job.spec)
+            self.source_hash = job.kernel_source_hash
+            self.space_hash = job.space_hash
+            requests = [self._request(t, session) for t in repo.queued_trials(session, job_id)]
+        for request in requests:  # resume: whatever was queued may never have been delivered
+            self.queue.submit(request)
+
+    # -- one round --------------------------------------------------------------------------
+    def step(self) -> bool:
+        """One round for the current problem; False once the job is finished."""
+        with self.sessions.begin() as session:
+            job = repo.get_job(session, self.job_id)
+            assert job is not None
+            status = job.status
+            if status == "pending":
+                repo.set_job_status(session, self.job_id, "running")
+            problems = [p for p in repo.problems_of(session, self.job_id) if p.status != "done"]
+            requeued, lost = repo.expire_leases(session, self.job_id, self.spec.max_attempts)
+            requests = [self._request(t, session) for t in requeued]
+        for request in requests:
+            log.warning("trial %s: worker vanished; requeued as attempt %s", request.trial_id,
+                        request.attempt)
+            self.queue.submit(request)
+        for t in lost:
+            log.warning("trial %s lost after %s attempts", t.id, t.attempt)
+        if status in FINAL_JOB_STATES:
+            return False
+        for problem in problems:
+            if self._advance(problem, cancelled=status == "cancelled"):
+                return True
+        if status != "cancelled":
+            with self.sessions.begin() as session:
+                repo.set_job_status(session, self.job_id, "completed")
+        return False
+
+    def _advance(self, problem: Problem, cancelled: bool) -> bool:
+        run = self._run_for(problem)
+        if problem.started_at is None:
+            with self.sessions.begin() as session:
+                repo.update_problem(session, problem.id, status="running", started_at=utcnow())
+        self._collect(run)
+        with self.sessions.begin() as session:
+            fresh = session.get(Problem, problem.id)
+            assert fresh is not None
+            # Untold trials (in flight, or finished since _collect) hold their budget slot.
+            pending = repo.count_untold(session, problem.id)
+            reason = "cancelled" if cancelled else self._stop_reason(run, fresh)
+            if reason is not None and pending == 0:
+                repo.update_problem(session, problem.id, status="done", stop_reason=reason,
+                                    finished_at=utcnow())
+                return False
+        if reason is None:
+            self._fill(run, fresh, pending)
+        return True
+
+    # -- collect ------------------------------------------------------------------------------
+    def _collect(self, run: _ProblemRun) -> None:
+        """Tell Optuna every final, untold trial, then count it (never inside one transaction:
+        with SQLite, Optuna's writes would wait on ours)."""
+        with self.sessions() as session:
+            untold = list(repo.untold_final_trials(session, run.problem_id))
+        for t in untold:
+            fraction = t.fraction if t.status == TrialStatus.OK else None
+            run.study.tell(t.optuna_trial_id or 0, t.number, fraction, trial_attrs(t))
+            with self.sessions.begin() as session:
+                repo.mark_told(session, t.id)
+                t.told = True
+                problem = session.get(Problem, run.problem_id)
+                assert problem is not None
+                if t.duplicate_of is None and t.status not in NOT_COUNTED:
+                    problem.measured += 1
+                    if fraction is not None and (problem.best_fraction is None
+                                                 or fraction > problem.best_fraction):
+                        problem.best_fraction = fraction
+                        problem.best_trial_id = t.id
+                        problem.last_improvement = problem.measured
+                        self._offer_best(session, problem, t)
+            if self.on_told is not None:
+                self.on_told(t)
+
+    def _offer_best(self, session: so.Session, problem: Problem, t: Trial) -> None:
+        if t.fraction is None or t.median_ms is None:
+            return
+        repo.offer_best(
+            session, kernel=self.kernel.name, problem=problem.problem,
+            problem_hash=problem_hash(problem.problem), problem_key=problem.problem_key,
+            dtype=self.spec.dtype, device_kind=t.device_kind or self.spec.device_kind,
+            backend=self.spec.backend, config=t.config, fraction=t.fraction,
+            median_ms=t.median_ms, trial_id=t.id, job_id=self.job_id,
+            fingerprint=fingerprint(self.source_hash, self.space_hash, t))
+
+    # -- stop rules ---------------------------------------------------------------------------
+    def _stop_reason(self, run: _ProblemRun, problem: Problem) -> str | None:
+        budget = self.spec.budget
+        if problem.measured >= budget.trials:
+            return f"budget of {budget.trials} trials spent"
+        valid = self._valid_count(run)
+        if valid is not None and problem.measured >= valid:
+            return f"every valid config measured ({valid})"
+        if budget.target_fraction is not None and (problem.best_fraction or 0.0) >= \
+                budget.target_fraction:
+            return f"target roofline fraction {budget.target_fraction:g} reached"
+        if budget.patience is not None and \
+                problem.measured - problem.last_improvement >= budget.patience:
+            return f"no improvement in {budget.patience} trials"
+        if budget.wall_s is not None and problem.started_at is not None:
+            elapsed = (utcnow() - problem.started_at).total_seconds()
+            if elapsed >= budget.wall_s:
+                return f"time budget of {budget.wall_s:g} s spent"
+        if run.free_streak >= MAX_FREE_STREAK:
+            return f"sampler proposed {run.free_streak} invalid or repeated configs in a row"
+        return None
+
+    def _valid_count(self, run: _ProblemRun) -> int | None:
+        if run.valid_count is None and self.kernel.space.size() <= MAX_ENUMERATED_SPACE:
+            run.valid_count = sum(1 for _ in self.kernel.space.valid_configs(run.ctx))
+        return run.valid_count
+
+    # -- fill ---------------------------------------------------------------------------------
+    def _fill(self, run: _ProblemRun, problem: Problem, pending: int) -> None:
+        wanted = min(self.spec.parallel - pending,
+                     self.spec.budget.trials - problem.measured - pending)
+        proposals = 0
+        while wanted > 0 and proposals < MAX_PROPOSALS_PER_STEP \
+                and run.free_streak < MAX_FREE_STREAK:
+            proposals += 1
+            if self._propose(run):
+                wanted -= 1
+
+    def _propose(self, run: _ProblemRun) -> bool:
+        """Ask once; True if a config was sent to a device, False for a free proposal."""
+        asked = run.study.ask()
+        config = asked.config
+        config_hash = stable_hash(config)
+        violations = self.kernel.space.violations(config, run.ctx)
+        common = dict(job_id=self.job_id, problem_id=run.problem_id, number=asked.number,
+                      optuna_trial_id=asked.optuna_trial_id, config=config,
+                      config_hash=config_hash)
+        request = None
+        with self.sessions.begin() as session:
+            if violations:
+                t = repo.add_trial(session, status=str(TrialStatus.INVALID),
+                                   error="; ".join(violations), finished_at=utcnow(), **common)
+            else:
+                original = repo.first_trial_with_config(session, run.problem_id, config_hash)
+                if original is None:
+                    t = repo.add_trial(session, status=str(TrialStatus.QUEUED), **common)
+                    request = self._request(t, session)
+                else:
+                    t = repo.add_trial(session, **common, **_copied_result(original))
+        if request is None:
+            # A free proposal: tell Optuna now, so the sampler sees it before the next ask.
+            run.study.tell(asked.optuna_trial_id, asked.number,
+                           t.fraction if t.status == TrialStatus.OK else None, trial_attrs(t))
+            with self.sessions.begin() as session:
+                repo.mark_told(session, t.id)
+            run.free_streak += 1
+            return False
+        run.free_streak = 0
+        self.queue.submit(request)
+        return True
+
+    def _request(self, t: Trial, session: so.Session) -> BenchmarkRequest:
+        problem = session.get(Problem, t.problem_id)
+        assert problem is not None
+        values = dict(problem.problem)
+        spec = self.spec
+        return BenchmarkRequest(
+            trial_id=t.id, attempt=t.attempt, job_id=self.job_id, kernel=spec.kernel,
+            problem=values, dtype=spec.dtype, params=dict(t.config), backend=spec.backend,
+            device_kind=spec.device_kind, seed=spec.seed if spec.seed is not None else 0,
+            timing=spec.timing, compile_timeout_s=spec.compile_timeout_s,
+            run_timeout_s=spec.run_timeout_s)
+
+    def _run_for(self, problem: Problem) -> _ProblemRun:
+        run = self._runs.get(problem.id)
+        if run is None:
+            study = ProblemStudy(self.db_url, problem.study_name, self.kernel.space,
+                                 self.spec.sampler, self.spec.seed)
+            ctx = problem_context(self.kernel, self.spec, dict(problem.problem))
+            run = _ProblemRun(problem.id, dict(problem.problem), study, ctx)
+            self._runs[problem.id] = run
+        return run
+
+
+def _copied_result(original: Trial) -> dict[str, Any]:
+    """Fields of a repeated proposal answered from ``original`` (not measured again)."""
+    if not TrialStatus(original.status).is_final:
+        return {"status": str(TrialStatus.CANCELLED), "duplicate_of": original.id,
+                "finished_at": utcnow(),
+                "error": f"repeat of trial #{original.number}, still in flight"}
+    return {
+        "status": original.status, "duplicate_of": original.id, "finished_at": utcnow(),
+        "fraction": original.fraction, "median_ms": original.median_ms,
+        "score_basis": original.score_basis, "device_kind": original.device_kind,
+        "error": f"repeat of trial #{original.number}; not measured again",
+    }
+

@@ -1,0 +1,121 @@
+"""Validate a job spec and create the job: rows for the job and its problems, one study each.
+
+``validate`` finds every user mistake before anything is written (unknown dtype, malformed or
+non-positive sizes, a space with no valid config for a problem, a bad budget). ``create_job``
+is idempotent under ``JobSpec.idempotency_key``: submitting the same key twice returns the same
+job and creates nothing new.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import sqlalchemy.orm as so
+
+from db import repository as repo
+from search_spaces import Context
+from tuner.devices import CPU_KIND
+from tuner.devices import target_limits
+from tuner.kernels import KernelSpec
+from tuner.study import SAMPLERS
+from tuner.study import ProblemStudy
+from tuner.types import JobSpec
+from tuner.types import problem_key
+
+
+class JobError(ValueError):
+    """A job that cannot be created; the message is meant for the user."""
+
+
+def problem_context(kernel: KernelSpec, spec: JobSpec, problem: dict[str, int]) -> Context:
+    return Context(problem=problem, dtype=spec.dtype, target=target_limits(spec.device_kind))
+
+
+def study_name(kernel: str, problem: dict[str, int], dtype: str, device_kind: str,
+               job_id: int) -> str:
+    """Readable study name: ``matmul/M512-N512-K512/bf16/h100-sxm/job-17``."""
+    return f"{kernel}/{problem_key(problem)}/{dtype}/{device_kind}/job-{job_id}"
+
+
+def validate(spec: JobSpec, kernel: KernelSpec) -> list[str]:
+    """Every reason ``spec`` cannot run (empty when it can)."""
+    errors = list(kernel.dtype_errors(spec.dtype))
+    if not spec.problems:
+        errors.append("no problem given (e.g. --shape " + ",".join(
+            f"{d}={v}" for d, v in (kernel.example_problem or {}).items()) + ")")
+    if spec.sampler not in SAMPLERS:
+        errors.append(f"unknown sampler {spec.sampler!r} (choose from {', '.join(SAMPLERS)})")
+    if spec.budget.trials < 1:
+        errors.append("the trial budget must be at least 1")
+    if spec.budget.wall_s is not None and spec.budget.wall_s <= 0:
+        errors.append("the time budget must be positive")
+    if spec.budget.target_fraction is not None and not 0 < spec.budget.target_fraction <= 1:
+        errors.append("the target roofline fraction must be in (0, 1]")
+    if spec.budget.patience is not None and spec.budget.patience < 1:
+        errors.append("patience must be at least 1")
+    if spec.parallel < 1:
+        errors.append("parallelism must be at least 1")
+    if spec.compile_timeout_s <= 0 or spec.run_timeout_s <= 0:
+        errors.append("timeouts must be positive")
+    if spec.backend == "interpret" and spec.device_kind != CPU_KIND:
+        errors.append("the interpret backend runs on the host CPU (device kind 'cpu')")
+    if errors:
+        return errors
+    for problem in spec.problems:
+        problem_errors = kernel.problem_errors(problem)
+        if problem_errors:
+            errors.extend(problem_errors)
+            continue
+        ctx = problem_context(kernel, spec, kernel.canonical_problem(problem))
+        if kernel.space.default_config(ctx) is None:
+            errors.append(f"the search space of {kernel.name} has no valid config for "
+                          f"{problem_key(problem)} {spec.dtype} on {spec.device_kind}")
+    return errors
+
+
+@dataclass(frozen=True)
+class CreatedJob:
+    job_id: int
+    existing: bool
+    study_names: Sequence[str]
+
+
+def create_job(sessions: so.sessionmaker[so.Session], db_url: str, spec: JobSpec,
+               kernel: KernelSpec) -> CreatedJob:
+    """Create the job, its problems and their studies; raises ``JobError`` for bad input."""
+    errors = validate(spec, kernel)
+    if errors:
+        raise JobError("; ".join(errors))
+    problems = [kernel.canonical_problem(p) for p in spec.problems]
+    with sessions.begin() as session:
+        if spec.idempotency_key:
+            existing = repo.job_by_idempotency_key(session, spec.idempotency_key)
+            if existing is not None:
+                if existing.spec != spec.to_json():
+                    raise JobError(f"idempotency key {spec.idempotency_key!r} was already used "
+                                   f"by job {existing.id} with a different spec")
+                names = [p.study_name for p in repo.problems_of(session, existing.id)]
+                return CreatedJob(existing.id, True, names)
+        job = repo.add_job(
+            session, kernel=kernel.name, kernel_source_hash=kernel.source_hash(),
+            space_hash=kernel.space.space_hash(), dtype=spec.dtype,
+            device_kind=spec.device_kind, backend=spec.backend, sampler=spec.sampler,
+            seed=spec.seed, spec=spec.to_json(), status="pending",
+            idempotency_key=spec.idempotency_key)
+        names = []
+        for position, problem in enumerate(problems):
+            name = study_name(kernel.name, problem, spec.dtype, spec.device_kind, job.id)
+            repo.add_problem(session, job_id=job.id, position=position, problem=problem,
+                             problem_key=problem_key(problem), study_name=name)
+            names.append(name)
+        job_id = job.id
+    for problem, name in zip(problems, names, strict=True):
+        study = ProblemStudy(db_url, name, kernel.space, spec.sampler, spec.seed)
+        study.describe({
+            "job_id": job_id, "kernel": kernel.name, "problem": problem_key(problem),
+            "dtype": spec.dtype, "device_kind": spec.device_kind, "backend": spec.backend,
+            "objective": "roofline fraction (datasheet; measured ceilings on the CPU)",
+            "space_hash": kernel.space.space_hash(),
+        })
+    return CreatedJob(job_id, False, names)

@@ -1,0 +1,98 @@
+"""Find a kernel spec by reference: a built-in name or ``path/to/module.py:NAME``.
+
+Built-ins are imported lazily (importing a kernel imports torch and Triton). A user module is
+loaded only from under one of the allowed roots (``Settings.kernel_roots``): it is arbitrary
+code and runs with the privileges of the process that loads it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from tuner.kernels.spec import KernelSpec
+
+#: Built-in kernels: name → "module:attribute".
+BUILTIN: dict[str, str] = {
+    "matmul": "tuner.kernels.matmul:MATMUL",
+}
+
+
+class KernelError(ValueError):
+    """A kernel reference that cannot be resolved; the message is meant for the user."""
+
+
+def is_file_ref(ref: str) -> bool:
+    return ":" in ref and ref.split(":", 1)[0].endswith(".py")
+
+
+def load_kernel(ref: str, roots: Sequence[Path] = ()) -> KernelSpec:
+    """Resolve ``ref`` to a ``KernelSpec``.
+
+    Raises ``KernelError`` with a one-line reason for an unknown name, a path outside ``roots``,
+    a module that fails to import, or an attribute that is not a ``KernelSpec``.
+    """
+    if ref in BUILTIN:
+        module_name, attr = BUILTIN[ref].split(":")
+        spec = getattr(importlib.import_module(module_name), attr)
+    elif is_file_ref(ref):
+        spec = _load_file_kernel(ref, roots)
+    else:
+        raise KernelError(f"unknown kernel {ref!r}; built-in kernels: {', '.join(BUILTIN)} "
+                          "(or give path/to/module.py:NAME)")
+    if not isinstance(spec, KernelSpec):
+        raise KernelError(f"{ref!r} is a {type(spec).__name__}, not a KernelSpec")
+    return spec
+
+
+def _load_file_kernel(ref: str, roots: Sequence[Path]) -> object:
+    path_text, attr = ref.rsplit(":", 1)
+    path = Path(path_text).expanduser().resolve()
+    if not any(path.is_relative_to(root.resolve()) for root in roots):
+        allowed = ", ".join(str(r) for r in roots) or "(none)"
+        raise KernelError(f"{path} is outside the allowed kernel roots ({allowed}); "
+                          "set TUNER_KERNEL_ROOTS to allow it")
+    if not path.is_file():
+        raise KernelError(f"kernel file {path} does not exist")
+    module_name = "tuner_user_kernel_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
+    module = sys.modules.get(module_name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise KernelError(f"cannot import {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:  # user code: any failure is reported, not raised
+            del sys.modules[module_name]
+            raise KernelError(f"importing {path} failed: {type(exc).__name__}: {exc}") from None
+    if not hasattr(module, attr):
+        raise KernelError(f"{path} has no attribute {attr!r}")
+    return getattr(module, attr)
+
+
+def resolve_kernel(ref: str, backend: str, roots: Sequence[Path] = ()) -> KernelSpec:
+    """The kernel a job tunes: ``load_kernel(ref)``, or the recording of a ``replay:`` backend.
+
+    For replay, ``ref`` must be ``replay``, ``recorded:<name>`` or the recorded kernel's name.
+    """
+    from tuner.kernels.recorded import REPLAY_PREFIX
+    from tuner.kernels.recorded import recorded_kernel
+
+    if not backend.startswith(REPLAY_PREFIX):
+        return load_kernel(ref, roots)
+    path = backend[len(REPLAY_PREFIX):]
+    try:
+        spec = recorded_kernel(path)
+    except (OSError, ValueError) as exc:
+        raise KernelError(f"cannot replay {path}: {exc}") from None
+    recorded_name = spec.name.split(":", 1)[1]
+    if ref not in ("replay", spec.name, recorded_name):
+        raise KernelError(f"{path} records kernel {recorded_name!r}, not {ref!r} "
+                          "(use 'replay' as the kernel name)")
+    return spec

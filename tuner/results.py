@@ -1,0 +1,44 @@
+"""Turn a measurement into a stored, scored trial result (the worker's only write).
+
+``record_measurement`` scores the measurement against its roofline and stores it with the
+compare-and-set of ``db.repository.store_result``: it returns False, and changes nothing, when
+the trial has moved on (a duplicate delivery, a cancelled job, an attempt the reconciler
+replaced).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy.orm as so
+
+from db import repository as repo
+from tuner.roofline import score
+from tuner.types import BenchmarkRequest
+from tuner.types import Measurement
+from tuner.types import TrialStatus
+
+
+def result_values(m: Measurement) -> dict[str, Any]:
+    """Column values of ``tuner_trials`` for a measurement (scored when ``ok``)."""
+    values: dict[str, Any] = {
+        "status": m.status,
+        "median_ms": m.median_ms, "p20_ms": m.p20_ms, "p80_ms": m.p80_ms, "min_ms": m.min_ms,
+        "n_samples": m.n or None, "cv": m.cv, "compile_s": m.compile_s,
+        "max_rel_error": m.max_rel_error, "error": m.error, "device_kind": m.device_kind,
+        "provenance": {**m.provenance, "ceilings": m.ceilings} if m.ceilings else m.provenance,
+    }
+    s = score(m) if m.status == TrialStatus.OK else None
+    if s is not None:
+        values.update(roof_ms=s.roof_ms, fraction=s.fraction,
+                      fraction_measured=s.fraction_measured, score_basis=s.basis, bound=s.bound,
+                      tflops=s.tflops, gbps=s.gbps, intensity=s.intensity)
+    elif m.status == TrialStatus.OK:
+        values.update(fraction=None, score_basis="unscored")
+    return values
+
+
+def record_measurement(session: so.Session, request: BenchmarkRequest,
+                       m: Measurement) -> bool:
+    """Store ``m`` for ``request``'s trial and attempt; True if this call stored it."""
+    return repo.store_result(session, request.trial_id, request.attempt, result_values(m))

@@ -1,0 +1,63 @@
+"""One settings object, read from the environment at the edge and passed down.
+
+Nothing below the CLI, the worker entry points and the lookup's first call reads the
+environment: they receive a ``Settings``. Tests build ``Settings(...)`` directly.
+
+Variables:
+
+* ``TUNER_DB_URL``: SQLAlchemy URL of the database, SQLite or PostgreSQL
+  (default ``sqlite:///<data dir>/tuner.db``);
+* ``TUNER_DATA_DIR``: folder of the default SQLite file
+  (default ``$XDG_DATA_HOME/tuner``, i.e. ``~/.local/share/tuner``);
+* ``TUNER_CACHE_DIR``: calibration and compile caches (default ``~/.cache/tuner``);
+* ``TUNER_BROKER_URL``: Celery broker of the distributed service
+  (default ``redis://127.0.0.1:6379/0``);
+* ``TUNER_KERNEL_ROOTS``: ``:``-separated folders that user kernel files may be loaded from
+  (default: the current directory).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
+from pathlib import Path
+
+
+def _xdg(var: str, fallback: str, env: Mapping[str, str]) -> Path:
+    base = env.get(var) or str(Path(env.get("HOME", str(Path.home()))) / fallback)
+    return Path(base) / "tuner"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything configurable about a process of the service."""
+
+    db_url: str
+    cache_dir: Path
+    broker_url: str = "redis://127.0.0.1:6379/0"
+    kernel_roots: tuple[Path, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        data_dir = Path(env["TUNER_DATA_DIR"]) if env.get("TUNER_DATA_DIR") else _xdg(
+            "XDG_DATA_HOME", ".local/share", env)
+        cache_dir = Path(env["TUNER_CACHE_DIR"]) if env.get("TUNER_CACHE_DIR") else _xdg(
+            "XDG_CACHE_HOME", ".cache", env)
+        db_url = env.get("TUNER_DB_URL") or f"sqlite:///{data_dir / 'tuner.db'}"
+        roots_env = env.get("TUNER_KERNEL_ROOTS")
+        roots = tuple(Path(p).resolve() for p in roots_env.split(":") if p) if roots_env else (
+            Path.cwd().resolve(),)
+        return cls(
+            db_url=db_url,
+            cache_dir=cache_dir,
+            broker_url=env.get("TUNER_BROKER_URL") or "redis://127.0.0.1:6379/0",
+            kernel_roots=roots,
+        )
+
+    def with_db(self, db_url: str | None) -> Settings:
+        """A copy pointing at another database (``None`` keeps this one)."""
+        return self if db_url is None else replace(self, db_url=db_url)

@@ -1,0 +1,256 @@
+"""The values that cross boundaries: job specs, benchmark requests, measurements, scores.
+
+Everything here is a frozen dataclass of JSON scalars (stdlib only), so it can travel through a
+queue as JSON and be rebuilt on the other side. Tensors never travel: a worker rebuilds inputs
+from the problem sizes, the dtype and the seed.
+
+Units: times in milliseconds (``*_ms``) or seconds (``*_s``), FLOPs and bytes as plain counts,
+throughputs in TFLOP/s and GB/s (10^12 and 10^9 per second).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import fields
+from enum import StrEnum
+from typing import Any
+
+
+class TrialStatus(StrEnum):
+    """Where a trial is in its life. The first two are transient; the rest are final.
+
+    ``invalid`` trials violate a static constraint and never reach a device; ``lost`` trials
+    had their worker vanish more often than the attempt cap allows.
+    """
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    OK = "ok"
+    INVALID = "invalid"
+    COMPILE_ERROR = "compile_error"
+    OUT_OF_RESOURCES = "out_of_resources"
+    WRONG_RESULT = "wrong_result"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+    LOST = "lost"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_final(self) -> bool:
+        return self not in (TrialStatus.QUEUED, TrialStatus.RUNNING)
+
+
+#: Statuses a benchmark can report (the others are decided by the service, not a device).
+MEASURED_STATUSES = frozenset({
+    TrialStatus.OK, TrialStatus.COMPILE_ERROR, TrialStatus.OUT_OF_RESOURCES,
+    TrialStatus.WRONG_RESULT, TrialStatus.TIMEOUT, TrialStatus.CRASHED,
+})
+
+
+class JsonRecord:
+    """Mixin: ``to_json`` / ``from_json`` for flat frozen dataclasses of JSON values."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload, no-any-return]
+
+    @classmethod
+    def field_names(cls) -> set[str]:
+        return {f.name for f in fields(cls)}  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class TimingSettings(JsonRecord):
+    """How a worker times one config.
+
+    ``warmup_ms`` and ``rep_ms`` are time budgets (as in ``triton.testing.do_bench``): the
+    number of calls is derived from an estimate, then clamped to ``min_reps…max_reps``.
+    ``flush_l2`` zeroes a buffer twice the L2 size before every timed GPU call.
+    """
+
+    warmup_ms: float = 25.0
+    rep_ms: float = 100.0
+    min_reps: int = 5
+    max_reps: int = 1000
+    flush_l2: bool = True
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TimingSettings:
+        return cls(**{k: v for k, v in data.items() if k in cls.field_names()})
+
+
+@dataclass(frozen=True)
+class BenchmarkRequest(JsonRecord):
+    """One config to measure: what the queue carries (ids and JSON scalars only).
+
+    ``kernel`` is a registered kernel name or ``path/to/module.py:NAME``; ``backend`` is
+    ``interpret``, ``cuda[:N]`` or ``replay:<file>``. ``attempt`` numbers deliveries of the same
+    trial: a result is stored only if the trial is still at that attempt.
+    """
+
+    trial_id: int
+    attempt: int
+    job_id: int
+    kernel: str
+    problem: dict[str, int]
+    dtype: str
+    params: dict[str, Any]
+    backend: str
+    device_kind: str
+    seed: int = 0
+    timing: TimingSettings = field(default_factory=TimingSettings)
+    compile_timeout_s: float = 120.0
+    run_timeout_s: float = 60.0
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["timing"] = self.timing.to_json()
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> BenchmarkRequest:
+        """Strict decoding: unknown or missing fields and non-JSON values raise ``ValueError``."""
+        if not isinstance(data, Mapping):
+            raise ValueError("a benchmark request must be a JSON object")
+        names = cls.field_names()
+        unknown = set(data) - names
+        if unknown:
+            raise ValueError(f"unknown request fields: {sorted(unknown)}")
+        values = dict(data)
+        values["timing"] = TimingSettings.from_json(values.get("timing", {}))
+        try:
+            request = cls(**values)
+        except TypeError as exc:
+            raise ValueError(f"malformed benchmark request: {exc}") from None
+        if not isinstance(request.problem, dict) or not isinstance(request.params, dict):
+            raise ValueError("problem and params must be JSON objects")
+        return request
+
+
+@dataclass(frozen=True)
+class Measurement(JsonRecord):
+    """What a worker reports for one request.
+
+    Timing fields are ``None`` unless ``status == "ok"``. ``flops`` and ``min_bytes`` are the
+    kernel's own counts for this problem; ``compute_dtype`` names the peak that applies (e.g.
+    ``tf32`` for fp32 inputs on tensor cores). ``ceilings`` are the measured ceilings of the
+    device that ran it (``{"bandwidth_gbps": …, "tflops": {dtype: …}}``).
+    """
+
+    status: str
+    median_ms: float | None = None
+    p20_ms: float | None = None
+    p80_ms: float | None = None
+    min_ms: float | None = None
+    n: int = 0
+    cv: float | None = None
+    compile_s: float | None = None
+    error: str | None = None
+    max_rel_error: float | None = None
+    flops: float | None = None
+    min_bytes: float | None = None
+    compute_dtype: str | None = None
+    device_kind: str | None = None
+    ceilings: dict[str, Any] | None = None
+    provenance: dict[str, Any] = field(default_factory=dict)
+    recorded_best_ms: float | None = None
+
+    @classmethod
+    def failure(cls, status: TrialStatus, error: str, **extra: Any) -> Measurement:
+        return cls(status=str(status), error=error[-4000:], **extra)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Measurement:
+        names = cls.field_names()
+        m = cls(**{k: v for k, v in data.items() if k in names})
+        if m.status not in {str(s) for s in MEASURED_STATUSES}:
+            raise ValueError(f"a measurement cannot have status {m.status!r}")
+        if m.status == TrialStatus.OK and not _finite_positive(m.median_ms):
+            raise ValueError("an ok measurement needs a finite positive median_ms")
+        return m
+
+
+def _finite_positive(x: float | None) -> bool:
+    return x is not None and math.isfinite(x) and x > 0
+
+
+@dataclass(frozen=True)
+class Score(JsonRecord):
+    """A measurement against its roofline.
+
+    ``roof_ms = max(flops / peak, min_bytes / bandwidth)``; ``fraction = roof_ms / measured_ms``
+    against the datasheet (or, for a device without one, its measured ceilings);
+    ``fraction_measured`` against the worker's calibrated ceilings when known. ``basis`` says
+    which roofline ``fraction`` used: ``datasheet``, ``measured`` or ``recorded-best`` (replay
+    data: the fastest recorded time of the whole space stands in for the roof).
+    """
+
+    measured_ms: float
+    roof_ms: float
+    fraction: float
+    basis: str
+    bound: str
+    fraction_measured: float | None = None
+    tflops: float | None = None
+    gbps: float | None = None
+    intensity: float | None = None
+
+
+@dataclass(frozen=True)
+class Budget(JsonRecord):
+    """When to stop a problem: after ``trials`` measured configs, ``wall_s`` seconds, a best
+    roofline fraction of ``target_fraction``, or ``patience`` measured trials without a new best
+    (``None`` disables a rule)."""
+
+    trials: int = 30
+    wall_s: float | None = None
+    target_fraction: float | None = None
+    patience: int | None = None
+
+
+@dataclass(frozen=True)
+class JobSpec(JsonRecord):
+    """A tuning job as submitted: kernel, problems, dtype, where to run, how to search."""
+
+    kernel: str
+    problems: list[dict[str, int]]
+    dtype: str
+    backend: str
+    device_kind: str
+    sampler: str = "tpe"
+    seed: int | None = None
+    budget: Budget = field(default_factory=Budget)
+    parallel: int = 1
+    timing: TimingSettings = field(default_factory=TimingSettings)
+    compile_timeout_s: float = 120.0
+    run_timeout_s: float = 60.0
+    max_attempts: int = 3
+    idempotency_key: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["budget"] = self.budget.to_json()
+        data["timing"] = self.timing.to_json()
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> JobSpec:
+        values = {k: v for k, v in data.items() if k in cls.field_names()}
+        values["budget"] = Budget(**values.get("budget", {}))
+        values["timing"] = TimingSettings.from_json(values.get("timing", {}))
+        return cls(**values)
+
+
+def problem_key(problem: Mapping[str, int]) -> str:
+    """Readable, canonical name of a problem: ``M512-N512-K512`` (dims in declared order)."""
+    return "-".join(f"{k}{v}" for k, v in problem.items())
+
+
+def problem_hash(problem: Mapping[str, int]) -> str:
+    """Key of a problem, independent of the order its dimensions are given in."""
+    from search_spaces.canonical import stable_hash
+
+    return stable_hash({str(k): int(v) for k, v in problem.items()})

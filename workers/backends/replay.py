@@ -1,0 +1,86 @@
+"""``replay:<file>``: answer from a recorded Kernel Tuner cache file, at zero device cost.
+
+Recorded successes return the recorded ``time`` (Kernel Tuner's mean of its repetitions, in ms)
+as the trial's time, with p20/p80/min/n from the recorded ``times``. Recorded failures keep
+their status: ``CompilationFailedConfig`` → ``compile_error``; ``RuntimeFailedConfig`` (Kernel
+Tuner records it for launch failures such as "too many resources requested") →
+``out_of_resources``. Every trial carries the fastest recorded time of the space, so it is
+scored as a fraction of the recorded optimum (basis ``recorded-best``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from search_spaces.recorded import Recording
+from tuner.devices import normalise_device_name
+from tuner.kernels.recorded import recording_of
+from tuner.types import BenchmarkRequest
+from tuner.types import Measurement
+from tuner.types import TrialStatus
+from workers.timing import summarise
+
+_FAILURES = {
+    "CompilationFailedConfig": TrialStatus.COMPILE_ERROR,
+    "RuntimeFailedConfig": TrialStatus.OUT_OF_RESOURCES,
+    "InvalidConfig": TrialStatus.COMPILE_ERROR,
+}
+
+
+class ReplayBackend:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._rec: Recording | None = None
+        self._best_ms: float | None = None
+
+    def start(self) -> None:
+        if self._rec is None:
+            self._rec = recording_of(self.name)
+            self._best_ms = self._rec.best_time_ms()
+
+    @property
+    def recording(self) -> Recording:
+        self.start()
+        assert self._rec is not None
+        return self._rec
+
+    def describe(self) -> dict[str, Any]:
+        rec = self.recording
+        return {"device_name": rec.device_name, "device_kind": normalise_device_name(
+            rec.device_name), "backend": "replay", "file": rec.path.name, "digest": rec.digest}
+
+    def run(self, request: BenchmarkRequest) -> Measurement:
+        rec = self.recording
+        base: dict[str, Any] = {
+            "device_kind": normalise_device_name(rec.device_name),
+            "recorded_best_ms": self._best_ms,
+            "provenance": {"backend": "replay", "file": rec.path.name, "digest": rec.digest,
+                           "device_name": rec.device_name, "statistic": "recorded mean"},
+        }
+        try:
+            key = rec.key_of(request.params)
+        except KeyError as exc:
+            return Measurement.failure(TrialStatus.CRASHED, f"config lacks parameter {exc}",
+                                       **base)
+        entry = rec.entries.get(key)
+        if entry is None:
+            return Measurement.failure(TrialStatus.CRASHED,
+                                       f"no recorded entry for {key} (statically invalid)", **base)
+        value = entry.get("time")
+        if isinstance(value, str):
+            status = _FAILURES.get(value, TrialStatus.CRASHED)
+            return Measurement.failure(status, f"recorded {value}", **base)
+        if not isinstance(value, int | float):
+            return Measurement.failure(TrialStatus.CRASHED, f"recorded time {value!r}", **base)
+        times = [float(t) for t in entry.get("times") or [value]]
+        stats = summarise(times)
+        compile_ms = entry.get("compile_time")
+        return Measurement(
+            status=str(TrialStatus.OK), median_ms=float(value), p20_ms=stats.p20_ms,
+            p80_ms=stats.p80_ms, min_ms=stats.min_ms, n=stats.n, cv=stats.cv,
+            compile_s=float(compile_ms) / 1e3 if isinstance(compile_ms, int | float) else None,
+            **base,
+        )
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,32 @@
+"""``interpret`` and ``cuda[:N]``: real kernels, measured in an isolated bench process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tuner.types import BenchmarkRequest
+from tuner.types import Measurement
+from workers.bench_process import BenchProcess
+
+
+class SubprocessBackend:
+    """A ``BenchProcess`` per backend instance; one instance serves one trial at a time."""
+
+    def __init__(self, name: str, *, cache_dir: Path | None = None,
+                 kernel_roots: tuple[Path, ...] = ()) -> None:
+        self.name = name
+        self.process = BenchProcess(name, cache_dir=cache_dir, kernel_roots=kernel_roots)
+
+    def start(self) -> None:
+        self.process.start()
+
+    def run(self, request: BenchmarkRequest) -> Measurement:
+        return self.process.run(request)
+
+    def describe(self) -> dict[str, Any]:
+        return {**self.process.device, "ceilings": self.process.ceilings,
+                "restarts": self.process.restarts}
+
+    def close(self) -> None:
+        self.process.close()

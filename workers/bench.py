@@ -1,0 +1,132 @@
+"""Measure one request on one device: compile ▶ check ▶ time. Runs inside the bench process.
+
+1. Fresh seeded inputs; the output buffer is poisoned with NaN.
+2. First call (``compile`` phase: Triton JIT-compiles here; the parent's compile timeout covers
+   it). ``on_compiled`` is called when it returns, so the parent switches to the run timeout.
+3. The output is compared with the torch reference: relative Frobenius error in float64 must be
+   at most the kernel's tolerance for the dtype, and any NaN/Inf fails (``wrong_result``).
+4. Only then is the config timed (``device.time``).
+
+Exceptions become statuses (``classify``); they never escape. A sticky CUDA error is reported
+with ``fatal=True`` so the process exits and is replaced.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tuner.kernels import KernelError
+from tuner.kernels import load_kernel
+from tuner.types import BenchmarkRequest
+from tuner.types import Measurement
+from tuner.types import TrialStatus
+from workers.devices import BenchDevice
+from workers.timing import summarise
+
+
+@dataclass(frozen=True)
+class Outcome:
+    measurement: Measurement
+    fatal: bool = False
+
+
+def classify(exc: BaseException) -> TrialStatus:
+    """Map an exception raised while compiling or running a config to a trial status."""
+    from triton.compiler.errors import CompilationError
+    from triton.runtime.errors import InterpreterError
+    from triton.runtime.errors import OutOfResources
+
+    if isinstance(exc, OutOfResources | torch.OutOfMemoryError):
+        return TrialStatus.OUT_OF_RESOURCES
+    if isinstance(exc, CompilationError | InterpreterError):
+        # The interpreter wraps frontend errors (non-power-of-two aranges, failed static
+        # asserts) in InterpreterError: on a GPU these are compile errors.
+        return TrialStatus.COMPILE_ERROR
+    name = type(exc).__name__
+    if name == "PTXASError":
+        text = str(exc).lower()
+        if "out of resource" in text or "register" in text or "entry function" in text:
+            return TrialStatus.OUT_OF_RESOURCES
+        return TrialStatus.COMPILE_ERROR
+    return TrialStatus.CRASHED
+
+
+def relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """‖out − ref‖ / ‖ref‖ in float64 (Frobenius); ``inf`` when out has NaN/Inf."""
+    o = out.detach().to("cpu", torch.float64)
+    r = ref.detach().to("cpu", torch.float64)
+    if o.shape != r.shape:
+        raise ValueError(f"output shape {tuple(o.shape)} != reference shape {tuple(r.shape)}")
+    if not bool(torch.isfinite(o).all()):
+        return float("inf")
+    denom = float(torch.linalg.vector_norm(r))
+    diff = float(torch.linalg.vector_norm(o - r))
+    return diff / denom if denom > 0 else diff
+
+
+def _error_text(exc: BaseException) -> str:
+    tb = "".join(traceback.format_exception(exc, limit=-3))
+    return f"{type(exc).__name__}: {exc}\n{tb}"[-4000:]
+
+
+def run_request(device: BenchDevice, request: BenchmarkRequest, roots: tuple[Path, ...],
+                on_compiled: Callable[[float | None], None]) -> Outcome:
+    """Measure ``request`` on ``device``; see the module docstring for the steps."""
+    base: dict[str, Any] = {"device_kind": device.kind, "ceilings": device.ceilings()}
+    try:
+        kernel = load_kernel(request.kernel, roots)
+    except KernelError as exc:
+        on_compiled(None)
+        return Outcome(Measurement.failure(TrialStatus.COMPILE_ERROR, str(exc), **base))
+    counts: dict[str, Any] = {"flops": kernel.flops(request.problem, request.dtype),
+              "min_bytes": kernel.min_bytes(request.problem, request.dtype),
+              "compute_dtype": kernel.compute_dtype(request.dtype)}
+    phase = "compile"
+    try:
+        tensors = kernel.make_inputs(request.problem, request.dtype, request.seed,
+                                     device.torch_device)
+        out = tensors[kernel.output]
+        if out.is_floating_point():
+            out.fill_(float("nan"))
+        expected = kernel.reference({k: v.clone() for k, v in tensors.items()}, request.problem)
+
+        def call() -> None:
+            kernel.launch(tensors, request.problem, request.params)
+
+        start = time.perf_counter()
+        call()
+        device.sync()
+        first_call_s = time.perf_counter() - start
+        compile_s = first_call_s if device.torch_device != "cpu" else None
+        on_compiled(compile_s)
+        phase = "run"
+        err = relative_error(out, expected)
+        tol = kernel.tolerance.get(request.dtype, 1e-2)
+        if not err <= tol:
+            return Outcome(Measurement.failure(
+                TrialStatus.WRONG_RESULT,
+                f"relative Frobenius error {err:.3e} exceeds the {request.dtype} tolerance "
+                f"{tol:.1e}", max_rel_error=err if err != float("inf") else None,
+                compile_s=compile_s, **base, **counts))
+        provenance = {**device.describe(), **device.trial_provenance()}
+        samples = device.time(call, request.timing)
+        stats = summarise(samples)
+        provenance.update({f"after_{k}": v for k, v in device.trial_provenance().items()})
+        return Outcome(Measurement(
+            status=str(TrialStatus.OK), median_ms=stats.median_ms, p20_ms=stats.p20_ms,
+            p80_ms=stats.p80_ms, min_ms=stats.min_ms, n=stats.n, cv=stats.cv,
+            compile_s=compile_s, max_rel_error=err, provenance=provenance, **base, **counts))
+    except Exception as exc:
+        if phase == "compile":
+            on_compiled(None)
+        status = classify(exc)
+        fatal = device.is_fatal(exc)
+        return Outcome(Measurement.failure(status, f"[{phase}] {_error_text(exc)}",
+                                           **base, **counts), fatal=fatal)

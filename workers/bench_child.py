@@ -1,0 +1,84 @@
+"""Entry point of the isolated bench process: ``python -m workers.bench_child BACKEND``.
+
+Protocol (newline-delimited JSON; requests on stdin, events on the original stdout, which is
+reserved for the protocol: anything the kernel prints goes to stderr):
+
+* at start: ``{"event": "ready", "device": {...}, "ceilings": {...}}``
+  or ``{"event": "failed", "error": "..."}`` and exit 2;
+* ``{"type": "bench", "request": {...}}`` → ``{"event": "compiled", "compile_s": …}`` then
+  ``{"event": "result", "measurement": {...}, "fatal": bool}``; after a fatal result the
+  process exits (a sticky CUDA error poisons the context);
+* ``{"type": "ping"}`` → ``{"event": "pong"}``; ``{"type": "exit"}`` or EOF → exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import IO
+from typing import Any
+
+
+def _send(stream: IO[str], event: dict[str, Any]) -> None:
+    stream.write(json.dumps(event) + "\n")
+    stream.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="workers.bench_child")
+    parser.add_argument("backend")
+    parser.add_argument("--cache-dir", type=Path, default=None)
+    parser.add_argument("--kernel-root", type=Path, action="append", default=[])
+    args = parser.parse_args(argv)
+
+    # Keep the protocol stream private: fd 1 becomes stderr for everything else.
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+
+    try:
+        from tuner.types import BenchmarkRequest
+        from workers.bench import run_request
+        from workers.devices import make_device
+
+        device = make_device(args.backend, args.cache_dir)
+        _send(proto, {"event": "ready", "device": device.describe(),
+                      "ceilings": device.ceilings(), "pid": os.getpid()})
+    except Exception as exc:
+        _send(proto, {"event": "failed", "error": f"{type(exc).__name__}: {exc}"})
+        return 2
+
+    roots = tuple(args.kernel_root)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            message = json.loads(line)
+            kind = message.get("type")
+        except (ValueError, AttributeError):
+            _send(proto, {"event": "error", "error": "malformed message"})
+            continue
+        if kind == "exit":
+            return 0
+        if kind == "ping":
+            _send(proto, {"event": "pong"})
+            continue
+        if kind != "bench":
+            _send(proto, {"event": "error", "error": f"unknown message type {kind!r}"})
+            continue
+        request = BenchmarkRequest.from_json(message["request"])
+        outcome = run_request(
+            device, request, roots,
+            on_compiled=lambda s: _send(proto, {"event": "compiled", "compile_s": s}))
+        _send(proto, {"event": "result", "measurement": outcome.measurement.to_json(),
+                      "fatal": outcome.fatal})
+        if outcome.fatal:
+            return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,229 @@
+"""The worker's side of the isolated bench process (DESIGN.md decision 2).
+
+``BenchProcess`` spawns ``python -m workers.bench_child`` (a fresh interpreter: never a fork of
+a process that touched CUDA), sends it one request at a time and waits for its events with two
+deadlines: ``compile_timeout_s`` until the first call returns, ``run_timeout_s`` for the
+correctness check and timing. A deadline missed kills the process (``timeout``); a process that
+dies mid-request is a ``crashed`` trial, with its exit code or signal and the tail of its
+stderr. Either way the next request gets a new process, so the worker carries on.
+
+The calling process never imports torch's CUDA state: the child owns the device.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO
+from typing import Any
+
+from tuner.types import BenchmarkRequest
+from tuner.types import Measurement
+from tuner.types import TrialStatus
+
+#: Environment variables the bench process must not see (user kernels run there).
+SECRET_VARIABLES = ("TUNER_DB_URL", "TUNER_BROKER_URL", "DATABASE_URL", "REDIS_URL",
+                    "PGPASSWORD")
+
+
+class BenchStartError(RuntimeError):
+    """The bench process could not start or calibrate its device."""
+
+
+def _signal_name(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exited with code {returncode}"
+
+
+class BenchProcess:
+    """One long-lived bench subprocess for one backend (``interpret`` or ``cuda[:N]``)."""
+
+    def __init__(self, backend: str, *, cache_dir: Path | None = None,
+                 kernel_roots: tuple[Path, ...] = (), startup_timeout_s: float = 300.0,
+                 extra_env: dict[str, str] | None = None) -> None:
+        self.backend = backend
+        self.cache_dir = cache_dir
+        self.kernel_roots = kernel_roots
+        self.startup_timeout_s = startup_timeout_s
+        self.extra_env = dict(extra_env or {})
+        self.device: dict[str, Any] = {}
+        self.ceilings: dict[str, Any] = {}
+        self.restarts = 0
+        self._proc: subprocess.Popen[str] | None = None
+        self._events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self._stderr: collections.deque[str] = collections.deque(maxlen=60)
+        self._lock = threading.Lock()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
+
+    def _env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in SECRET_VARIABLES}
+        env["PYTHONUNBUFFERED"] = "1"
+        if self.backend == "interpret":
+            env["TRITON_INTERPRET"] = "1"
+            # One core per trial: stable timings when several bench processes share a host.
+            for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+                env[var] = "1"
+        elif self.backend.startswith("cuda:"):
+            env["CUDA_VISIBLE_DEVICES"] = self.backend.split(":", 1)[1]
+            env.pop("TRITON_INTERPRET", None)
+        else:
+            env.pop("TRITON_INTERPRET", None)
+        env.update(self.extra_env)
+        return env
+
+    def start(self) -> None:
+        """Spawn the process and wait for its ``ready`` event (device calibrated)."""
+        if self.pid is not None:
+            return
+        cmd = [sys.executable, "-m", "workers.bench_child", self.backend]
+        if self.cache_dir is not None:
+            cmd += ["--cache-dir", str(self.cache_dir)]
+        for root in self.kernel_roots:
+            cmd += ["--kernel-root", str(root)]
+        self._events = queue.Queue()
+        self._stderr.clear()
+        self._proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, env=self._env(), start_new_session=True,
+        )
+        assert self._proc.stdout is not None and self._proc.stderr is not None
+        threading.Thread(target=self._read_events, args=(self._proc.stdout, self._events),
+                         daemon=True).start()
+        threading.Thread(target=self._read_stderr, args=(self._proc.stderr,),
+                         daemon=True).start()
+        event = self._next_event(self.startup_timeout_s)
+        if event is None or event.get("event") != "ready":
+            reason = (event or {}).get("error") or self._exit_reason()
+            self.kill()
+            raise BenchStartError(f"bench process for {self.backend} did not start: {reason}")
+        self.device = dict(event.get("device", {}))
+        self.ceilings = dict(event.get("ceilings", {}))
+
+    def kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=10)
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        """Ask the process to exit, then make sure it has."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None and proc.stdin is not None:
+            try:
+                proc.stdin.write(json.dumps({"type": "exit"}) + "\n")
+                proc.stdin.flush()
+                proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
+    # -- I/O ------------------------------------------------------------------------------------
+    @staticmethod
+    def _read_events(stream: IO[str], sink: queue.Queue[dict[str, Any] | None]) -> None:
+        for line in stream:
+            try:
+                sink.put(json.loads(line))
+            except ValueError:
+                continue
+        sink.put(None)  # EOF: the process is gone
+
+    def _read_stderr(self, stream: IO[str]) -> None:
+        for line in stream:
+            self._stderr.append(line.rstrip("\n"))
+
+    def _next_event(self, timeout_s: float) -> dict[str, Any] | None:
+        """The next event, ``None`` at EOF; raises ``TimeoutError`` past the deadline."""
+        try:
+            return self._events.get(timeout=max(timeout_s, 0.0))
+        except queue.Empty:
+            raise TimeoutError from None
+
+    def _exit_reason(self) -> str:
+        proc = self._proc
+        code = None
+        if proc is not None:
+            try:
+                code = proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                code = None
+        tail = "\n".join(list(self._stderr)[-20:])
+        what = _signal_name(code) if code is not None else "stopped answering"
+        return f"bench process {what}" + (f"; stderr tail:\n{tail}" if tail else "")
+
+    # -- one request ----------------------------------------------------------------------------
+    def run(self, request: BenchmarkRequest) -> Measurement:
+        """Measure ``request``; every failure (crash, hang, bad output) is a ``Measurement``."""
+        with self._lock:
+            return self._run(request)
+
+    def _run(self, request: BenchmarkRequest) -> Measurement:
+        if self.pid is None:
+            if self._proc is not None:
+                self.restarts += 1
+            self.start()
+        assert self._proc is not None and self._proc.stdin is not None
+        extra = {"device_kind": self.device.get("device_kind"), "ceilings": self.ceilings or None}
+        try:
+            self._proc.stdin.write(json.dumps({"type": "bench", "request": request.to_json()})
+                                   + "\n")
+            self._proc.stdin.flush()
+        except OSError:
+            reason = self._exit_reason()
+            self.kill()
+            return Measurement.failure(TrialStatus.CRASHED, reason, **extra)
+        phase, deadline_s = "compile", request.compile_timeout_s
+        started = time.monotonic()
+        while True:
+            remaining = deadline_s - (time.monotonic() - started)
+            try:
+                event = self._next_event(remaining)
+            except TimeoutError:
+                self.kill()
+                self.restarts += 1
+                return Measurement.failure(
+                    TrialStatus.TIMEOUT,
+                    f"{phase} exceeded {deadline_s:g} s; bench process killed", **extra)
+            if event is None:
+                reason = self._exit_reason()
+                self.kill()
+                self.restarts += 1
+                return Measurement.failure(TrialStatus.CRASHED, f"during {phase}: {reason}",
+                                           **extra)
+            kind = event.get("event")
+            if kind == "compiled":
+                phase, deadline_s, started = "run", request.run_timeout_s, time.monotonic()
+            elif kind == "result":
+                measurement = Measurement.from_json(event["measurement"])
+                if event.get("fatal"):
+                    self.kill()
+                    self.restarts += 1
+                return measurement

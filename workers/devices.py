@@ -1,0 +1,193 @@
+"""The device a bench process measures on: the host CPU (Triton interpreter) or one CUDA GPU.
+
+Each device knows how to time a call, how to describe itself (provenance recorded with every
+measurement), its measured ceilings, and which errors leave it unusable (a sticky CUDA error
+poisons the context for good: the bench process must exit and be replaced).
+"""
+
+from __future__ import annotations
+
+import platform
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from typing import Protocol
+
+import torch
+import triton
+
+from tuner.devices import CPU_KIND
+from tuner.devices import normalise_device_name
+from tuner.types import TimingSettings
+from workers.calibrate import cached_ceilings
+from workers.timing import time_cpu
+from workers.timing import time_cuda
+
+#: Substrings of CUDA errors after which the context cannot be used again.
+STICKY_CUDA_ERRORS = (
+    "illegal memory access", "unspecified launch failure", "misaligned address",
+    "device-side assert", "illegal instruction", "CUDA error", "Triton Error [CUDA]",
+)
+
+
+class BenchDevice(Protocol):
+    torch_device: str
+    kind: str
+
+    def describe(self) -> dict[str, Any]: ...
+
+    def ceilings(self) -> dict[str, Any]: ...
+
+    def sync(self) -> None: ...
+
+    def time(self, fn: Callable[[], object], settings: TimingSettings) -> list[float]: ...
+
+    def trial_provenance(self) -> dict[str, Any]: ...
+
+    def is_fatal(self, exc: BaseException) -> bool: ...
+
+
+def _versions() -> dict[str, Any]:
+    return {
+        "triton": triton.__version__,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "python": platform.python_version(),
+        "host": socket.gethostname(),
+    }
+
+
+def cpu_model_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+class CpuDevice:
+    """The host CPU running kernels under ``TRITON_INTERPRET=1``; kind ``cpu``."""
+
+    torch_device = "cpu"
+    kind = CPU_KIND
+
+    def __init__(self, cache_dir: Path | None) -> None:
+        self._name = cpu_model_name()
+        self._ceilings = cached_ceilings("cpu", self._name, cache_dir)
+
+    def describe(self) -> dict[str, Any]:
+        return {"device_name": self._name, "device_kind": self.kind, "backend": "interpret",
+                "threads": torch.get_num_threads(), **_versions()}
+
+    def ceilings(self) -> dict[str, Any]:
+        return self._ceilings
+
+    def sync(self) -> None:
+        return None
+
+    def time(self, fn: Callable[[], object], settings: TimingSettings) -> list[float]:
+        return time_cpu(fn, settings)
+
+    def trial_provenance(self) -> dict[str, Any]:
+        return {}
+
+    def is_fatal(self, exc: BaseException) -> bool:
+        return False
+
+
+class CudaDevice:
+    """GPU 0 of this process (the parent pins it with ``CUDA_VISIBLE_DEVICES``)."""
+
+    torch_device = "cuda"
+
+    def __init__(self, cache_dir: Path | None) -> None:
+        if not torch.cuda.is_available():
+            raise RuntimeError("the cuda backend needs a CUDA GPU, and torch sees none")
+        torch.cuda.init()
+        self._props = torch.cuda.get_device_properties(0)
+        self.kind = normalise_device_name(self._props.name)
+        self._nvml = _Nvml()
+        self._ceilings = cached_ceilings("cuda", self._props.name, cache_dir)
+        l2 = int(getattr(self._props, "L2_cache_size", 0) or 50 * 1024 * 1024)
+        self._flush = torch.empty(max(2 * l2, 64 * 1024 * 1024) // 4, dtype=torch.int32,
+                                  device="cuda")
+
+    def describe(self) -> dict[str, Any]:
+        p = self._props
+        return {
+            "device_name": p.name, "device_kind": self.kind, "backend": "cuda",
+            "compute_capability": f"{p.major}.{p.minor}", "sm_count": p.multi_processor_count,
+            "l2_bytes": getattr(p, "L2_cache_size", None), "uuid": str(getattr(p, "uuid", "")),
+            "memory_bytes": p.total_memory, "driver": self._nvml.driver_version(),
+            **_versions(),
+        }
+
+    def ceilings(self) -> dict[str, Any]:
+        return self._ceilings
+
+    def sync(self) -> None:
+        torch.cuda.synchronize()
+
+    def time(self, fn: Callable[[], object], settings: TimingSettings) -> list[float]:
+        return time_cuda(fn, settings, self._flush if settings.flush_l2 else None)
+
+    def trial_provenance(self) -> dict[str, Any]:
+        return self._nvml.snapshot()
+
+    def is_fatal(self, exc: BaseException) -> bool:
+        text = str(exc)
+        return any(s in text for s in STICKY_CUDA_ERRORS)
+
+
+class _Nvml:
+    """Clocks, temperature, power and throttle reasons through NVML, when it is readable."""
+
+    def __init__(self) -> None:
+        self._handle: Any = None
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._pynvml = pynvml
+            self._handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        except Exception:  # no NVML (container without the library): provenance is partial
+            self._handle = None
+
+    def driver_version(self) -> str | None:
+        if self._handle is None:
+            return None
+        try:
+            return str(self._pynvml.nvmlSystemGetDriverVersion())
+        except Exception:
+            return None
+
+    def snapshot(self) -> dict[str, Any]:
+        if self._handle is None:
+            return {}
+        n, h = self._pynvml, self._handle
+        out: dict[str, Any] = {}
+        readings: dict[str, Callable[[], Any]] = {
+            "sm_clock_mhz": lambda: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM),
+            "mem_clock_mhz": lambda: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_MEM),
+            "temperature_c": lambda: n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU),
+            "power_w": lambda: n.nvmlDeviceGetPowerUsage(h) / 1000.0,
+            "throttle_reasons": lambda: n.nvmlDeviceGetCurrentClocksEventReasons(h),
+        }
+        for key, read in readings.items():
+            try:
+                out[key] = read()
+            except Exception:
+                continue
+        return out
+
+
+def make_device(backend: str, cache_dir: Path | None) -> BenchDevice:
+    """``interpret`` → the CPU; ``cuda`` / ``cuda:N`` → the GPU this process was pinned to."""
+    if backend == "interpret":
+        return CpuDevice(cache_dir)
+    if backend == "cuda" or backend.startswith("cuda:"):
+        return CudaDevice(cache_dir)
+    raise ValueError(f"backend {backend!r} has no bench device")

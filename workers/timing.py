@@ -1,0 +1,122 @@
+"""The one timing routine per device, and the statistics every measurement reports.
+
+``time_cpu`` and ``time_cuda`` share the contract of ``triton.testing.do_bench``: warm up for a
+time budget, estimate the per-call time, derive the number of timed calls from ``rep_ms`` and
+clamp it to ``min_reps…max_reps``. They return every sample in milliseconds; ``summarise`` turns
+samples into median, p20, p80, min, n and coefficient of variation.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tuner.types import TimingSettings
+
+if TYPE_CHECKING:
+    import torch
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Summary of timing samples, all in milliseconds except ``n`` and ``cv`` (std / mean)."""
+
+    median_ms: float
+    p20_ms: float
+    p80_ms: float
+    min_ms: float
+    n: int
+    cv: float
+
+
+def quantile(sorted_samples: list[float], q: float) -> float:
+    """Linear-interpolated quantile of already sorted samples (``q`` in [0, 1])."""
+    if not sorted_samples:
+        raise ValueError("no samples")
+    pos = q * (len(sorted_samples) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_samples) - 1)
+    return sorted_samples[lo] + (sorted_samples[hi] - sorted_samples[lo]) * (pos - lo)
+
+
+def summarise(samples: list[float]) -> Stats:
+    """Median, p20, p80, min, n and CV of ``samples`` (ms). Raises on empty or non-finite."""
+    if not samples or not all(math.isfinite(s) for s in samples):
+        raise ValueError(f"timing samples must be finite and non-empty: {samples[:5]}")
+    ordered = sorted(samples)
+    mean = statistics.fmean(ordered)
+    std = statistics.pstdev(ordered) if len(ordered) > 1 else 0.0
+    return Stats(
+        median_ms=quantile(ordered, 0.5), p20_ms=quantile(ordered, 0.2),
+        p80_ms=quantile(ordered, 0.8), min_ms=ordered[0], n=len(ordered),
+        cv=std / mean if mean > 0 else 0.0,
+    )
+
+
+def repetitions(estimate_ms: float, settings: TimingSettings) -> tuple[int, int]:
+    """(warm-up calls, timed calls) for a call that takes about ``estimate_ms``."""
+    est = max(estimate_ms, 1e-6)
+    n_warmup = max(1, int(settings.warmup_ms / est)) if settings.warmup_ms > 0 else 0
+    n_rep = int(settings.rep_ms / est)
+    return n_warmup, min(settings.max_reps, max(settings.min_reps, n_rep))
+
+
+def time_cpu(fn: Callable[[], object], settings: TimingSettings) -> list[float]:
+    """Wall-clock samples (ms) of ``fn`` on the host, one ``perf_counter`` pair per call.
+
+    The estimate is taken from one call; there is no cache flush (the interpreter's per-call
+    Python overhead dwarfs cache effects).
+    """
+    start = time.perf_counter()
+    fn()
+    estimate_ms = (time.perf_counter() - start) * 1e3
+    n_warmup, n_rep = repetitions(estimate_ms, settings)
+    for _ in range(max(0, n_warmup - 1)):
+        fn()
+    samples = []
+    for _ in range(n_rep):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1e3)
+    return samples
+
+
+def time_cuda(fn: Callable[[], object], settings: TimingSettings,
+              flush_buffer: torch.Tensor | None) -> list[float]:
+    """CUDA-event samples (ms) of ``fn``, with the L2 flushed before every call.
+
+    ``flush_buffer`` (at least twice the L2) is zeroed before each call, outside the timed
+    region. Five flushed calls give the estimate; warm-up runs by time, as in ``do_bench``.
+    """
+    import torch
+
+    def flush() -> None:
+        if flush_buffer is not None:
+            flush_buffer.zero_()
+
+    torch.cuda.synchronize()
+    start_ev = torch.cuda.Event(enable_timing=True)
+    end_ev = torch.cuda.Event(enable_timing=True)
+    start_ev.record()
+    for _ in range(5):
+        flush()
+        fn()
+    end_ev.record()
+    torch.cuda.synchronize()
+    estimate_ms = start_ev.elapsed_time(end_ev) / 5
+    n_warmup, n_rep = repetitions(estimate_ms, settings)
+    for _ in range(n_warmup):
+        fn()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
+    for i in range(n_rep):
+        flush()
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
