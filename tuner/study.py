@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -81,7 +82,9 @@ class ProblemStudy:
 
     def describe(self, attrs: Mapping[str, Any]) -> None:
         """Set readable study attributes and name the objective (shown by the dashboard)."""
-        self.study.set_metric_names([OBJECTIVE_NAME])
+        with warnings.catch_warnings():  # experimental API; naming the objective is all we need
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            self.study.set_metric_names([OBJECTIVE_NAME])
         for key, value in attrs.items():
             self.study.set_user_attr(key, value)
 

@@ -46,6 +46,7 @@ def recorded_kernel(path: str | Path) -> KernelSpec:
         min_bytes=no_count,
         tolerance={},
         example_problem=rec.problem(),
+        max_dim=max([*rec.problem().values(), 1]),
     )
 
 

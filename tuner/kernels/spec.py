@@ -64,6 +64,7 @@ class KernelSpec:
     compute_dtype: Callable[[str], str] = _same_dtype
     tensor_elements: Callable[[Problem], int] | None = None
     example_problem: Mapping[str, int] = field(default_factory=dict)
+    max_dim: int = MAX_DIM
 
     def problem_errors(self, problem: Mapping[str, Any]) -> list[str]:
         """Why ``problem`` cannot be tuned (empty when it can)."""
@@ -82,8 +83,8 @@ class KernelSpec:
                 errors.append(f"{dim} must be an integer, got {value!r}")
             elif value <= 0:
                 errors.append(f"{dim} must be positive, got {value}")
-            elif value > MAX_DIM:
-                errors.append(f"{dim}={value} is larger than the limit {MAX_DIM}")
+            elif value > self.max_dim:
+                errors.append(f"{dim}={value} is larger than the limit {self.max_dim}")
         if not errors and self.tensor_elements is not None:
             n = self.tensor_elements(problem)
             if n > MAX_ELEMENTS:
