@@ -106,6 +106,7 @@ class Trial(Base):
     duplicate_of: so.Mapped[int | None]
     told: so.Mapped[bool] = so.mapped_column(default=False)
     queued_at: so.Mapped[dt.datetime] = so.mapped_column(default=utcnow)
+    published_at: so.Mapped[dt.datetime | None]
     started_at: so.Mapped[dt.datetime | None]
     finished_at: so.Mapped[dt.datetime | None]
     # measurement
@@ -156,3 +157,27 @@ class BestConfig(Base):
     job_id: so.Mapped[int] = so.mapped_column(sa.ForeignKey("tuner_jobs.id"))
     fingerprint: so.Mapped[dict[str, Any]]
     updated_at: so.Mapped[dt.datetime] = so.mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class Worker(Base):
+    """A worker process of the fleet, as it announced itself, and its last heartbeat.
+
+    ``name`` is the Celery node name (``cuda0.1234@host``); trials it claims carry it as their
+    ``lease_owner``, so a stale heartbeat identifies the trials a vanished worker held.
+    """
+
+    __tablename__ = "tuner_workers"
+
+    id: so.Mapped[int] = so.mapped_column(primary_key=True)
+    name: so.Mapped[str] = so.mapped_column(sa.String(256), unique=True)
+    host: so.Mapped[str] = so.mapped_column(sa.String(256))
+    pid: so.Mapped[int]
+    device: so.Mapped[str] = so.mapped_column(sa.String(32))
+    device_kind: so.Mapped[str] = so.mapped_column(sa.String(64))
+    device_name: so.Mapped[str] = so.mapped_column(sa.String(256))
+    queues: so.Mapped[list[Any]]
+    ceilings: so.Mapped[dict[str, Any]]
+    status: so.Mapped[str] = so.mapped_column(sa.String(16), default="alive")
+    started_at: so.Mapped[dt.datetime] = so.mapped_column(default=utcnow)
+    last_heartbeat: so.Mapped[dt.datetime] = so.mapped_column(default=utcnow)
+    trials_done: so.Mapped[int] = so.mapped_column(default=0)

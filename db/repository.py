@@ -19,6 +19,7 @@ from db.models import BestConfig
 from db.models import Job
 from db.models import Problem
 from db.models import Trial
+from db.models import Worker
 from db.models import utcnow
 
 ACTIVE_TRIAL_STATES = ("queued", "running")
@@ -155,6 +156,10 @@ def first_trial_with_config(session: so.Session, problem_id: int,
         .order_by(Trial.number).limit(1)).first()
 
 
+def trial_numbers(session: so.Session, problem_id: int) -> set[int]:
+    return set(session.scalars(sa.select(Trial.number).where(Trial.problem_id == problem_id)))
+
+
 def trials_of_job(session: so.Session, job_id: int) -> Sequence[Trial]:
     return session.scalars(
         sa.select(Trial).where(Trial.job_id == job_id)
@@ -231,14 +236,18 @@ def best_config_rows(session: so.Session, kernel: str, problem_hash: str, dtype:
     return session.scalars(query.order_by(BestConfig.fraction.desc())).all()
 
 
-def expire_leases(session: so.Session, job_id: int, max_attempts: int) -> tuple[
-        list[Trial], list[Trial]]:
-    """Trials whose worker vanished (running past their lease): requeue at attempt + 1, or
-    mark ``lost`` once ``max_attempts`` deliveries failed. Returns (requeued, lost)."""
+def expire_leases(session: so.Session, job_id: int, max_attempts: int,
+                  stale_owners: Sequence[str] = ()) -> tuple[list[Trial], list[Trial]]:
+    """Trials whose worker vanished (running past their lease, or held by a worker whose
+    heartbeat went stale): requeue at attempt + 1, or mark ``lost`` once ``max_attempts``
+    deliveries failed. Returns (requeued, lost)."""
     now = utcnow()
+    vanished = Trial.lease_until < now
+    if stale_owners:
+        vanished = sa.or_(vanished, Trial.lease_owner.in_(list(stale_owners)))
     expired = session.scalars(
         sa.select(Trial).where(Trial.job_id == job_id, Trial.status == "running",
-                               Trial.lease_until < now)).all()
+                               vanished)).all()
     requeued: list[Trial] = []
     lost: list[Trial] = []
     for t in expired:
@@ -252,7 +261,7 @@ def expire_leases(session: so.Session, job_id: int, max_attempts: int) -> tuple[
         else:
             result = session.execute(sa.update(Trial).where(*guard).values(
                 status="queued", attempt=t.attempt + 1, lease_owner=None, lease_until=None,
-                started_at=None))
+                started_at=None, published_at=None))
             if result.rowcount:  # type: ignore[attr-defined]
                 session.refresh(t)
                 requeued.append(t)
@@ -263,3 +272,84 @@ def queued_trials(session: so.Session, job_id: int) -> Sequence[Trial]:
     return session.scalars(
         sa.select(Trial).where(Trial.job_id == job_id, Trial.status == "queued")
         .order_by(Trial.id)).all()
+
+
+# -- publishing -------------------------------------------------------------------------------
+def mark_published(session: so.Session, trial_ids: Sequence[int]) -> None:
+    if trial_ids:
+        session.execute(sa.update(Trial).where(Trial.id.in_(list(trial_ids)))
+                        .values(published_at=utcnow()))
+
+
+def unpublished_or_stale(session: so.Session, job_id: int,
+                         older_than: dt.datetime) -> Sequence[Trial]:
+    """Queued trials never published, or published before ``older_than`` and still unclaimed
+    (their message may have died with a broker that keeps nothing on disk)."""
+    return session.scalars(
+        sa.select(Trial).where(
+            Trial.job_id == job_id, Trial.status == "queued",
+            sa.or_(Trial.published_at.is_(None), Trial.published_at < older_than))
+        .order_by(Trial.id)).all()
+
+
+# -- workers ----------------------------------------------------------------------------------
+def register_worker(session: so.Session, **fields: Any) -> Worker:
+    """Insert or refresh the row of a worker (keyed by its node name)."""
+    worker = session.scalars(sa.select(Worker).where(Worker.name == fields["name"])).first()
+    if worker is None:
+        worker = Worker(**fields)
+        session.add(worker)
+    else:
+        for key, value in fields.items():
+            setattr(worker, key, value)
+        worker.started_at = utcnow()
+    worker.last_heartbeat = utcnow()
+    worker.status = "alive"
+    session.flush()
+    return worker
+
+
+def heartbeat(session: so.Session, name: str, status: str = "alive") -> None:
+    session.execute(sa.update(Worker).where(Worker.name == name)
+                    .values(last_heartbeat=utcnow(), status=status))
+
+
+def count_trial_done(session: so.Session, name: str) -> None:
+    session.execute(sa.update(Worker).where(Worker.name == name)
+                    .values(trials_done=Worker.trials_done + 1))
+
+
+def list_workers(session: so.Session) -> Sequence[Worker]:
+    return session.scalars(sa.select(Worker).order_by(Worker.device_kind, Worker.name)).all()
+
+
+def stale_workers(session: so.Session, silent_since: dt.datetime) -> list[str]:
+    """Names of workers that stopped cleanly or whose last heartbeat is older than the cut."""
+    return list(session.scalars(sa.select(Worker.name).where(sa.or_(
+        Worker.last_heartbeat < silent_since, Worker.status == "stopped"))).all())
+
+
+# -- scheduler leases on jobs -----------------------------------------------------------------
+def drivable_job_ids(session: so.Session) -> list[int]:
+    """Jobs a scheduler should drive: pending or running, or cancelled with problems open."""
+    open_problem = sa.select(Problem.id).where(Problem.job_id == Job.id,
+                                                Problem.status != "done").exists()
+    return list(session.scalars(
+        sa.select(Job.id).where(sa.or_(Job.status.in_(("pending", "running")),
+                                       sa.and_(Job.status == "cancelled", open_problem)))
+        .order_by(Job.id)).all())
+
+
+def lease_job(session: so.Session, job_id: int, owner: str, lease_s: float) -> bool:
+    """Take or renew the driver lease of a job; False if another live scheduler holds it."""
+    now = utcnow()
+    result = session.execute(
+        sa.update(Job).where(Job.id == job_id, sa.or_(
+            Job.driver_owner.is_(None), Job.driver_owner == owner, Job.driver_lease_until < now))
+        .values(driver_owner=owner, driver_lease_until=now + dt.timedelta(seconds=lease_s)))
+    return (result.rowcount or 0) == 1  # type: ignore[attr-defined]
+
+
+def release_job(session: so.Session, job_id: int, owner: str) -> None:
+    session.execute(sa.update(Job).where(Job.id == job_id, Job.driver_owner == owner)
+                    .values(driver_owner=None, driver_lease_until=None))

@@ -68,6 +68,12 @@ class PostgresServer:
     def url(self) -> str:
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/tuner"
 
+    def create_database(self, name: str) -> str:
+        """A new empty database on this server; returns its URL."""
+        self._run([pg_bin("createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U",
+                   "postgres", name])
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{name}"
+
     def _run(self, cmd: list[str]) -> None:
         if self.as_root:
             cmd = ["runuser", "-u", "postgres", "--", *cmd]

@@ -21,17 +21,29 @@ from rich.console import Console
 
 from db.session import DatabaseError
 from tuner.cli_args import UsageError
-from tuner.cli_args import check_device_kind
 from tuner.cli_args import parse_shape
-from tuner.cli_args import resolve_backend
-from tuner.devices import CPU_KIND
-from tuner.kernels import BUILTIN
+from tuner.cli_spec import BackendOpt
+from tuner.cli_spec import CompileTimeoutOpt
+from tuner.cli_spec import DeviceKindOpt
+from tuner.cli_spec import DtypeOpt
+from tuner.cli_spec import JobOptions
+from tuner.cli_spec import KernelArg
+from tuner.cli_spec import MaxAttemptsOpt
+from tuner.cli_spec import ParallelOpt
+from tuner.cli_spec import PatienceOpt
+from tuner.cli_spec import RepOpt
+from tuner.cli_spec import RunTimeoutOpt
+from tuner.cli_spec import SamplerOpt
+from tuner.cli_spec import SeedOpt
+from tuner.cli_spec import ShapeOpt
+from tuner.cli_spec import TargetOpt
+from tuner.cli_spec import TimeLimitOpt
+from tuner.cli_spec import TrialsOpt
+from tuner.cli_spec import WarmupOpt
+from tuner.cli_spec import build_spec
 from tuner.kernels import KernelError
 from tuner.kernels import resolve_kernel
 from tuner.settings import Settings
-from tuner.types import Budget
-from tuner.types import JobSpec
-from tuner.types import TimingSettings
 
 app = typer.Typer(
     name="tuner", no_args_is_help=True, add_completion=False,
@@ -83,74 +95,105 @@ def settings_for(db: str | None) -> Settings:
 @app.command()
 @friendly
 def tune(
-    kernel: Annotated[str, typer.Argument(
-        help=f"Kernel to tune: {', '.join(BUILTIN)}, path/to/module.py:NAME, or 'replay' "
-             "with --backend replay:<file>.")],
-    shape: Annotated[list[str] | None, typer.Option(
-        "--shape", "-s", help="Problem size, e.g. M=512,N=512,K=512 or 512x512x512. Repeat "
-                              "for several problems.")] = None,
-    dtype: Annotated[str | None, typer.Option(
-        help="Input dtype (fp32, fp16, bf16…); default: the kernel's first.")] = None,
-    backend: Annotated[str, typer.Option(
-        help="auto (cuda if a GPU is visible, else interpret), interpret, cuda, cuda:N, "
-             "replay:<kernel tuner cache file>.")] = "auto",
-    device_kind: Annotated[str | None, typer.Option(
-        help="Device kind for constraints and roofline (detected by default).")] = None,
-    trials: Annotated[int, typer.Option(help="Measured configs per problem.")] = 30,
-    time_limit: Annotated[float | None, typer.Option(
-        help="Seconds per problem before stopping.")] = None,
-    target: Annotated[float | None, typer.Option(
-        help="Stop a problem once this roofline fraction is reached.")] = None,
-    patience: Annotated[int | None, typer.Option(
-        help="Stop after this many measured trials without a new best.")] = None,
-    sampler: Annotated[str, typer.Option(help="tpe, random or grid.")] = "tpe",
-    seed: Annotated[int | None, typer.Option(help="Sampler and input seed.")] = None,
-    parallel: Annotated[int, typer.Option(
-        help="Trials in flight at once (one local bench process each).")] = 1,
-    compile_timeout: Annotated[float, typer.Option(
-        help="Seconds for compile + first call.")] = 120,
-    run_timeout: Annotated[float, typer.Option(help="Seconds for check + timing.")] = 60,
-    warmup_ms: Annotated[float | None, typer.Option(help="Warm-up time budget per trial.")] = None,
-    rep_ms: Annotated[float | None, typer.Option(help="Timing budget per trial.")] = None,
-    db: DbOption = None,
+    kernel: KernelArg, shape: ShapeOpt = None, dtype: DtypeOpt = None,
+    backend: BackendOpt = "auto", device_kind: DeviceKindOpt = None, trials: TrialsOpt = 30,
+    time_limit: TimeLimitOpt = None, target: TargetOpt = None, patience: PatienceOpt = None,
+    sampler: SamplerOpt = "tpe", seed: SeedOpt = None, parallel: ParallelOpt = 1,
+    compile_timeout: CompileTimeoutOpt = 120, run_timeout: RunTimeoutOpt = 60,
+    warmup_ms: WarmupOpt = None, rep_ms: RepOpt = None, db: DbOption = None,
 ) -> None:
-    """Tune KERNEL on this machine (blocking) and store every trial."""
+    """Tune KERNEL on this machine (blocking, no Redis): --parallel local bench processes."""
     from tuner.cli_tune import print_summary
     from tuner.cli_tune import run_tune
 
     settings = settings_for(db)
-    resolved_backend = resolve_backend(backend)
-    spec_kernel = resolve_kernel(kernel, resolved_backend, settings.kernel_roots)
-    problems = [parse_shape(s, spec_kernel.dims) for s in shape or []]
-    if not problems and resolved_backend.startswith("replay:"):
-        problems = [dict(spec_kernel.example_problem)]
-    if resolved_backend == "interpret":
-        kind = check_device_kind(device_kind or CPU_KIND, resolved_backend)
-    elif resolved_backend.startswith("replay:"):
-        from tuner.devices import normalise_device_name
-        from tuner.kernels.recorded import recording_of
-
-        kind = device_kind or normalise_device_name(recording_of(resolved_backend).device_name)
-    else:
-        kind = check_device_kind(device_kind, resolved_backend) if device_kind else ""
-    interp = resolved_backend == "interpret"
-    default_timing = TimingSettings(warmup_ms=0.0, rep_ms=200.0, min_reps=3, max_reps=50) \
-        if interp else TimingSettings()
-    timing = TimingSettings(
-        warmup_ms=default_timing.warmup_ms if warmup_ms is None else warmup_ms,
-        rep_ms=default_timing.rep_ms if rep_ms is None else rep_ms,
-        min_reps=default_timing.min_reps, max_reps=default_timing.max_reps)
-    spec = JobSpec(
-        kernel=kernel, problems=problems, dtype=dtype or spec_kernel.dtypes[0],
-        backend=resolved_backend, device_kind=kind, sampler=sampler, seed=seed,
-        budget=Budget(trials=trials, wall_s=time_limit, target_fraction=target,
-                      patience=patience),
-        parallel=parallel, timing=timing, compile_timeout_s=compile_timeout,
-        run_timeout_s=run_timeout)
+    options = JobOptions(kernel, shape or [], dtype, backend, device_kind, trials, time_limit,
+                         target, patience, sampler, seed, parallel, compile_timeout,
+                         run_timeout, warmup_ms, rep_ms)
+    spec, spec_kernel = build_spec(options, settings, submit=False)
     outcome = run_tune(spec, spec_kernel, settings, console, err)
     print_summary(outcome, settings, console)
     if outcome.interrupted:
         raise typer.Exit(130)
+
+
+@app.command()
+@friendly
+def submit(
+    kernel: KernelArg, shape: ShapeOpt = None, dtype: DtypeOpt = None,
+    backend: BackendOpt = "auto", device_kind: DeviceKindOpt = None, trials: TrialsOpt = 30,
+    time_limit: TimeLimitOpt = None, target: TargetOpt = None, patience: PatienceOpt = None,
+    sampler: SamplerOpt = "tpe", seed: SeedOpt = None, parallel: ParallelOpt = 4,
+    compile_timeout: CompileTimeoutOpt = 120, run_timeout: RunTimeoutOpt = 60,
+    warmup_ms: WarmupOpt = None, rep_ms: RepOpt = None, max_attempts: MaxAttemptsOpt = 3,
+    idempotency_key: Annotated[str | None, typer.Option(
+        help="Submitting again with the same key returns the same job.")] = None,
+    db: DbOption = None,
+) -> None:
+    """Submit a job to the fleet and print its id at once (schedulers and workers run it)."""
+    from tuner.cli_fleet import submit_job
+
+    settings = settings_for(db)
+    options = JobOptions(kernel, shape or [], dtype, backend, device_kind, trials, time_limit,
+                         target, patience, sampler, seed, parallel, compile_timeout,
+                         run_timeout, warmup_ms, rep_ms, max_attempts, idempotency_key)
+    spec, spec_kernel = build_spec(options, settings, submit=True)
+    submit_job(spec, spec_kernel, settings, console)
+
+
+@app.command()
+@friendly
+def watch(job: Annotated[int, typer.Argument(help="Job id.")], db: DbOption = None) -> None:
+    """Follow a job live until it ends."""
+    from tuner.cli_fleet import watch as watch_job
+
+    status = watch_job(settings_for(db), job, err)
+    console.print(f"job {job} {status}")
+
+
+@app.command()
+@friendly
+def cancel(job: Annotated[int, typer.Argument(help="Job id.")], db: DbOption = None) -> None:
+    """Cancel a job: queued trials never run; running ones finish and are kept."""
+    from tuner.cli_fleet import cancel as cancel_job
+
+    cancel_job(settings_for(db), job, console)
+
+
+@app.command()
+@friendly
+def workers(db: DbOption = None) -> None:
+    """List the fleet's workers: device, queue, last heartbeat, trials done."""
+    from tuner.cli_fleet import show_workers
+
+    show_workers(settings_for(db), console)
+
+
+@app.command()
+@friendly
+def scheduler(
+    poll: Annotated[float, typer.Option(help="Seconds between rounds when idle.")] = 0.5,
+    db: DbOption = None,
+) -> None:
+    """Drive every submitted job (several schedulers may run; each job has one driver)."""
+    from tuner.cli_fleet import run_scheduler
+
+    run_scheduler(settings_for(db), poll, err)
+
+
+@app.command()
+@friendly
+def worker(
+    device: Annotated[str, typer.Option(help="cuda:N (one worker per GPU) or cpu.")] = "cpu",
+    name: Annotated[str | None, typer.Option(help="Node name (default device.pid@host).")] = None,
+    queue: Annotated[str | None, typer.Option(
+        help="Queue to consume (default bench.<gpu kind>, or cpu).")] = None,
+    db: DbOption = None,
+) -> None:
+    """Run a Celery worker for one GPU (or the CPU queue); it owns an isolated bench process."""
+    from tuner.cli_fleet import run_worker_process
+
+    run_worker_process(settings_for(db), device, name, queue, err)
 
 
 @app.command()

@@ -112,7 +112,7 @@ def run_tune(spec: JobSpec, kernel: KernelSpec, settings: Settings, console: Con
             b.close()
         raise
     pool = iter(backends)
-    queue = InlineQueue(lambda: TrialWorker(next(pool), sessions, worker_name(":inline")),
+    queue = InlineQueue(lambda: TrialWorker.single(next(pool), sessions, worker_name(":inline")),
                         len(backends))
     interrupted = False
     try:
@@ -157,20 +157,22 @@ def _drive_with_progress(driver: JobDriver, sessions: so.sessionmaker[so.Session
             now = time.monotonic()
             if now - last > 0.25 or not active:
                 last = now
-                _update(progress, tasks, bests, sessions, job_id, spec)
+                update_progress(progress, tasks, bests, sessions, job_id,
+                                spec.budget.trials)
             if not active:
                 return
             driver.queue.wait(0.5)
 
 
-def _update(progress: Progress, tasks: dict[int, TaskID], bests: dict[int, int | None],
-            sessions: so.sessionmaker[so.Session], job_id: int, spec: JobSpec) -> None:
+def update_progress(progress: Progress, tasks: dict[int, TaskID],
+                    bests: dict[int, int | None], sessions: so.sessionmaker[so.Session],
+                    job_id: int, trials: int) -> None:
+    """One bar per problem (measured of ``trials``, best fraction); a line per new best."""
     with sessions() as session:
         for p in repo.problems_of(session, job_id):
             best = f"{p.best_fraction:.4g}" if p.best_fraction is not None else "–"
             if p.id not in tasks:
-                tasks[p.id] = progress.add_task(p.problem_key, total=spec.budget.trials,
-                                                best=best)
+                tasks[p.id] = progress.add_task(p.problem_key, total=trials, best=best)
             if p.best_trial_id is not None and bests.get(p.id) != p.best_trial_id:
                 bests[p.id] = p.best_trial_id
                 t = repo.get_trial(session, p.best_trial_id)
@@ -180,7 +182,7 @@ def _update(progress: Progress, tasks: dict[int, TaskID], bests: dict[int, int |
                         f"roofline, {t.median_ms:.4g} ms  [dim]{format_config(t.config)}[/]",
                         highlight=False)
             done = p.status == "done"
-            progress.update(tasks[p.id], completed=spec.budget.trials if done else p.measured,
+            progress.update(tasks[p.id], completed=trials if done else p.measured,
                             best=best, description=p.problem_key + (" ✓" if done else ""))
 
 

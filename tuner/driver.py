@@ -14,6 +14,7 @@ to Optuna but cost nothing; a long streak of them stops the problem.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from search_spaces import stable_hash
 from tuner.jobs import problem_context
 from tuner.kernels import KernelSpec
 from tuner.queue import BenchQueue
+from tuner.queue import QueueUnavailable
 from tuner.study import ProblemStudy
 from tuner.types import BenchmarkRequest
 from tuner.types import JobSpec
@@ -89,13 +91,18 @@ class JobDriver:
 
     def __init__(self, sessions: so.sessionmaker[so.Session], db_url: str, job_id: int,
                  kernel: KernelSpec, queue: BenchQueue,
-                 on_told: Callable[[Trial], None] | None = None) -> None:
+                 on_told: Callable[[Trial], None] | None = None, *,
+                 heartbeat_s: float | None = None, republish_s: float | None = None) -> None:
+        """``heartbeat_s``: workers silent for three heartbeats lose their trials (fleet mode);
+        ``republish_s``: queued trials unclaimed this long are published again."""
         self.sessions = sessions
         self.db_url = db_url
         self.job_id = job_id
         self.kernel = kernel
         self.queue = queue
         self.on_told = on_told
+        self.heartbeat_s = heartbeat_s
+        self.republish_s = republish_s
         self._runs: dict[int, _ProblemRun] = {}
         with sessions.begin() as session:
             job = repo.get_job(session, job_id)
@@ -105,8 +112,7 @@ class JobDriver:
             self.source_hash = job.kernel_source_hash
             self.space_hash = job.space_hash
             requests = [self._request(t, session) for t in repo.queued_trials(session, job_id)]
-        for request in requests:  # resume: whatever was queued may never have been delivered
-            self.queue.submit(request)
+        self._publish(requests)  # resume: whatever was queued may never have been delivered
 
     # -- one round --------------------------------------------------------------------------
     def step(self) -> bool:
@@ -118,12 +124,21 @@ class JobDriver:
             if status == "pending":
                 repo.set_job_status(session, self.job_id, "running")
             problems = [p for p in repo.problems_of(session, self.job_id) if p.status != "done"]
-            requeued, lost = repo.expire_leases(session, self.job_id, self.spec.max_attempts)
-            requests = [self._request(t, session) for t in requeued]
-        for request in requests:
-            log.warning("trial %s: worker vanished; requeued as attempt %s", request.trial_id,
-                        request.attempt)
-            self.queue.submit(request)
+            stale: list[str] = []
+            if self.heartbeat_s is not None:
+                silent_since = utcnow() - dt.timedelta(seconds=3 * self.heartbeat_s)
+                stale = repo.stale_workers(session, silent_since)
+            requeued, lost = repo.expire_leases(session, self.job_id, self.spec.max_attempts,
+                                                stale)
+            if self.republish_s is not None:
+                cut = utcnow() - dt.timedelta(seconds=self.republish_s)
+                requests = [self._request(t, session)
+                            for t in repo.unpublished_or_stale(session, self.job_id, cut)]
+            else:
+                requests = [self._request(t, session) for t in requeued]
+        for t in requeued:
+            log.warning("trial %s: worker vanished; requeued as attempt %s", t.id, t.attempt)
+        self._publish(requests)
         for t in lost:
             log.warning("trial %s lost after %s attempts", t.id, t.attempt)
         if status in FINAL_JOB_STATES:
@@ -260,8 +275,24 @@ class JobDriver:
             run.free_streak += 1
             return False
         run.free_streak = 0
-        self.queue.submit(request)
+        self._publish([request])
         return True
+
+    def _publish(self, requests: list[BenchmarkRequest]) -> None:
+        """Hand requests to the queue and note when; stop at the first broker failure (the
+        rest stay queued in the database and are published on a later round)."""
+        sent: list[int] = []
+        for request in requests:
+            try:
+                self.queue.submit(request)
+            except QueueUnavailable as exc:
+                log.warning("job %s: %s; %d trial(s) wait in the database", self.job_id, exc,
+                            len(requests) - len(sent))
+                break
+            sent.append(request.trial_id)
+        if sent:
+            with self.sessions.begin() as session:
+                repo.mark_published(session, sent)
 
     def _request(self, t: Trial, session: so.Session) -> BenchmarkRequest:
         problem = session.get(Problem, t.problem_id)
@@ -280,6 +311,11 @@ class JobDriver:
         if run is None:
             study = ProblemStudy(self.db_url, problem.study_name, self.kernel.space,
                                  self.spec.sampler, self.spec.seed)
+            with self.sessions() as session:
+                known = repo.trial_numbers(session, problem.id)
+            if study.fail_orphans(known):
+                log.warning("problem %s: failed Optuna trials asked by a driver that died",
+                            problem.id)
             ctx = problem_context(self.kernel, self.spec, dict(problem.problem))
             run = _ProblemRun(problem.id, dict(problem.problem), study, ctx)
             self._runs[problem.id] = run

@@ -17,8 +17,13 @@ from typing import Protocol
 from tuner.types import BenchmarkRequest
 
 
+class QueueUnavailable(RuntimeError):
+    """The queue cannot take a request now (e.g. the broker is down); try again later."""
+
+
 class BenchQueue(Protocol):
-    def submit(self, request: BenchmarkRequest) -> None: ...
+    def submit(self, request: BenchmarkRequest) -> None:
+        """Deliver ``request`` to a worker; raises ``QueueUnavailable`` when it cannot."""
 
     def wait(self, timeout_s: float) -> None:
         """Block until a request may have finished, or ``timeout_s`` passed."""

@@ -13,7 +13,13 @@ Variables:
 * ``TUNER_BROKER_URL``: Celery broker of the distributed service
   (default ``redis://127.0.0.1:6379/0``);
 * ``TUNER_KERNEL_ROOTS``: ``:``-separated folders that user kernel files may be loaded from
-  (default: the current directory).
+  (default: the current directory);
+* ``TUNER_HEARTBEAT_S``: seconds between worker heartbeats; a worker silent for three of them
+  is presumed dead and its trials are requeued (default 10);
+* ``TUNER_SCHEDULER_LEASE_S``: how long a scheduler's claim on a job lasts without renewal
+  (default 30; a restarted scheduler resumes a job after at most this long);
+* ``TUNER_REPUBLISH_S``: a queued trial unclaimed this long is published again, in case the
+  broker lost its message (default 300).
 """
 
 from __future__ import annotations
@@ -39,6 +45,9 @@ class Settings:
     cache_dir: Path
     broker_url: str = "redis://127.0.0.1:6379/0"
     kernel_roots: tuple[Path, ...] = field(default_factory=tuple)
+    heartbeat_s: float = 10.0
+    scheduler_lease_s: float = 30.0
+    republish_s: float = 300.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -56,6 +65,9 @@ class Settings:
             cache_dir=cache_dir,
             broker_url=env.get("TUNER_BROKER_URL") or "redis://127.0.0.1:6379/0",
             kernel_roots=roots,
+            heartbeat_s=float(env.get("TUNER_HEARTBEAT_S") or 10.0),
+            scheduler_lease_s=float(env.get("TUNER_SCHEDULER_LEASE_S") or 30.0),
+            republish_s=float(env.get("TUNER_REPUBLISH_S") or 300.0),
         )
 
     def with_db(self, db_url: str | None) -> Settings:

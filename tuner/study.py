@@ -116,12 +116,15 @@ class ProblemStudy:
         else:
             self.study.tell(number, state=TrialState.FAIL, skip_if_finished=True)
 
-    def fail_running(self) -> int:
-        """FAIL every trial still RUNNING in Optuna (zombies of a crashed driver)."""
+    def fail_orphans(self, known_numbers: set[int]) -> int:
+        """FAIL trials RUNNING in Optuna that the service never recorded: asked by a driver
+        that died before writing its trial row. Returns how many were failed."""
         n = 0
         for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            self.study.tell(t.number, state=TrialState.FAIL, skip_if_finished=True)
-            n += 1
+            if t.number not in known_numbers:
+                self.storage.set_trial_user_attr(t._trial_id, "status", "lost")
+                self.study.tell(t.number, state=TrialState.FAIL, skip_if_finished=True)
+                n += 1
         return n
 
 

@@ -7,7 +7,8 @@
   here whose shared memory could really overflow);
 * ``wrong_result``: the real kernel computes ``x + 2``;
 * ``exit``: ``os._exit(7)``; ``signal``: ``SIGSEGV`` to itself;
-* ``hang_compile``: the first call never returns; ``hang_run``: every call after the first hangs.
+* ``hang_compile``: the first call never returns; ``hang_run``: every call after the first hangs;
+* ``slow``: a correct kernel whose first call takes ``SLOW_S`` seconds (a trial to kill mid-way).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from search_spaces import SearchSpace
 from tuner.kernels.spec import KernelSpec
 
 MODES = ("ok", "compile_error", "out_of_resources", "wrong_result", "exit", "signal",
-         "hang_compile", "hang_run")
+         "hang_compile", "hang_run", "slow")
+SLOW_S = 2.0
 
 
 @triton.jit
@@ -63,6 +65,8 @@ def launch(tensors, problem, config):
         os.kill(os.getpid(), signal.SIGSEGV)
     elif mode == "hang_compile" or (mode == "hang_run" and calls > 0):
         time.sleep(3600)
+    elif mode == "slow" and calls == 0:
+        time.sleep(SLOW_S)
     n = problem["N"]
     _add[(triton.cdiv(n, block),)](tensors["x"], tensors["y"], n, BLOCK=block, DELTA=delta)
 
@@ -71,15 +75,16 @@ def reference(tensors, problem):
     return tensors["x"] + 1.0
 
 
-def space(modes: tuple[str, ...] = MODES) -> SearchSpace:
+def space(modes: tuple[str, ...] = MODES, max_block: int = 64) -> SearchSpace:
     return SearchSpace(name="fault", params=(Categorical("mode", modes),
-                                             PowerOfTwo("BLOCK", 16, 64)))
+                                             PowerOfTwo("BLOCK", 16, max_block)))
 
 
-def spec(modes: tuple[str, ...] = MODES, name: str = "fault") -> KernelSpec:
+def spec(modes: tuple[str, ...] = MODES, name: str = "fault",
+         max_block: int = 64) -> KernelSpec:
     return KernelSpec(
         name=name, description="y = x + 1, with injectable faults", dims=("N",),
-        dtypes=("fp32",), space=space(modes), make_inputs=make_inputs, launch=launch,
+        dtypes=("fp32",), space=space(modes, max_block), make_inputs=make_inputs, launch=launch,
         reference=reference, output="y", flops=lambda p, d: float(p["N"]),
         min_bytes=lambda p, d: 8.0 * p["N"], tolerance={"fp32": 1e-6},
         example_problem={"N": 1000},
@@ -89,6 +94,8 @@ def spec(modes: tuple[str, ...] = MODES, name: str = "fault") -> KernelSpec:
 FAULT = spec()
 # One kernel per fault, each with a space of {ok, that fault} × 3 block sizes (6 configs).
 PER_FAULT = {mode: spec(("ok", mode), name=f"fault-{mode}") for mode in MODES if mode != "ok"}
+# Every config slow (2 s) or fast, 2 x 7 blocks: trials long enough to kill a worker mid-way.
+SLOW = spec(("slow", "ok"), name="slow", max_block=1024)
 COMPILE_ERROR = PER_FAULT["compile_error"]
 OUT_OF_RESOURCES = PER_FAULT["out_of_resources"]
 WRONG_RESULT = PER_FAULT["wrong_result"]

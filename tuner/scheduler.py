@@ -1,0 +1,118 @@
+"""``tuner scheduler``: drive every submitted job through the fleet's queue.
+
+Each round, a scheduler leases the jobs it can (a compare-and-set on ``tuner_jobs``: a job is
+driven by one scheduler at a time, however many run), steps each one's ``JobDriver``, and lets
+the lease go when the job is finished. A scheduler that dies simply stops renewing its leases;
+another (or the same, restarted) takes the jobs over after ``scheduler_lease_s`` and resumes
+them from the database. Database outages are waited out, never fatal.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable
+
+import sqlalchemy.orm as so
+
+from db import repository as repo
+from db.retry import is_transient
+from tuner.driver import JobDriver
+from tuner.kernels import KernelError
+from tuner.kernels import KernelSpec
+from tuner.kernels import resolve_kernel
+from tuner.queue import BenchQueue
+from tuner.settings import Settings
+from tuner.types import JobSpec
+
+log = logging.getLogger(__name__)
+
+
+def scheduler_name() -> str:
+    return f"scheduler.{os.getpid()}@{socket.gethostname()}"
+
+
+class Scheduler:
+    def __init__(self, sessions: so.sessionmaker[so.Session], settings: Settings,
+                 queue: BenchQueue, name: str | None = None, poll_s: float = 0.5,
+                 kernel_loader: Callable[[JobSpec], KernelSpec] | None = None) -> None:
+        self.sessions = sessions
+        self.settings = settings
+        self.queue = queue
+        self.name = name or scheduler_name()
+        self.poll_s = poll_s
+        self.drivers: dict[int, JobDriver] = {}
+        self._load = kernel_loader or (
+            lambda spec: resolve_kernel(spec.kernel, spec.backend, settings.kernel_roots))
+
+    def _driver(self, job_id: int) -> JobDriver | None:
+        driver = self.drivers.get(job_id)
+        if driver is not None:
+            return driver
+        with self.sessions() as session:
+            job = repo.get_job(session, job_id)
+            assert job is not None
+            spec = JobSpec.from_json(job.spec)
+        try:
+            kernel = self._load(spec)
+        except KernelError as exc:
+            log.error("job %s cannot be driven here: %s", job_id, exc)
+            with self.sessions.begin() as session:
+                repo.set_job_status(session, job_id, "failed", error=str(exc))
+            return None
+        driver = JobDriver(self.sessions, self.settings.db_url, job_id, kernel, self.queue,
+                           heartbeat_s=self.settings.heartbeat_s,
+                           republish_s=self.settings.republish_s)
+        self.drivers[job_id] = driver
+        log.info("%s drives job %s", self.name, job_id)
+        return driver
+
+    def tick(self) -> int:
+        """One round over every drivable job; returns how many this scheduler drives."""
+        with self.sessions() as session:
+            job_ids = repo.drivable_job_ids(session)
+        for job_id in list(self.drivers):
+            if job_id not in job_ids:
+                del self.drivers[job_id]
+        driven = 0
+        for job_id in job_ids:
+            with self.sessions.begin() as session:
+                leased = repo.lease_job(session, job_id, self.name,
+                                        self.settings.scheduler_lease_s)
+            if not leased:
+                self.drivers.pop(job_id, None)
+                continue
+            driver = self._driver(job_id)
+            if driver is None:
+                continue
+            if driver.step():
+                driven += 1
+            else:
+                log.info("job %s finished", job_id)
+                del self.drivers[job_id]
+                with self.sessions.begin() as session:
+                    repo.release_job(session, job_id, self.name)
+        return driven
+
+    def run(self, stop: threading.Event | None = None) -> None:
+        """Tick until ``stop`` is set; a database outage pauses, it never ends the loop."""
+        stop = stop or threading.Event()
+        while not stop.is_set():
+            try:
+                driven = self.tick()
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                log.warning("database unavailable (%s); retrying",
+                            str(exc).splitlines()[0][:200])
+                self.drivers.clear()  # rebuilt from the database when it is back
+                stop.wait(1.0)
+                continue
+            if driven:
+                self.queue.wait(self.poll_s)
+            else:
+                stop.wait(self.poll_s)
+        self.queue.close()
+

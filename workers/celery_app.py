@@ -1,0 +1,81 @@
+"""The Celery application of the fleet and its configuration (DESIGN.md decisions 1–3).
+
+* JSON only, in both directions: a worker refuses a pickled message (pickle from a queue is
+  remote code execution) and acknowledges it without running anything.
+* Late acknowledgement, prefetch 1, ``reject_on_worker_lost``: a message is removed only after
+  its task returned, a worker reserves one message at a time, and a worker killed mid-task
+  puts its message back. Redelivery loops are capped in the database (the trial's attempt).
+* Results go to the database, never to a Celery result backend.
+* One queue per GPU kind (``bench.h100-sxm``) and a ``cpu`` queue for work that needs no GPU
+  (the interpreter, replays).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import Celery
+
+from tuner.settings import Settings
+from tuner.types import BenchmarkRequest
+
+BENCH_TASK = "tuner.bench"
+CPU_QUEUE = "cpu"
+#: Seconds a delivered, unacknowledged message stays invisible before Redis hands it out again.
+#: Far above any task's hard time limit, so a running task is never delivered twice.
+VISIBILITY_TIMEOUT_S = 3600
+#: Seconds added to a trial's timeouts for the task's soft limit (bench process start-up and
+#: calibration, database writes), and between the soft and the hard limit.
+TASK_SLACK_S = 180
+HARD_AFTER_SOFT_S = 60
+
+app = Celery("tuner", include=["workers.tasks"])
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    return {
+        "broker_url": settings.broker_url,
+        "broker_connection_retry_on_startup": True,
+        "broker_connection_max_retries": None,
+        "broker_transport_options": {"visibility_timeout": VISIBILITY_TIMEOUT_S},
+        "visibility_timeout": VISIBILITY_TIMEOUT_S,
+        "accept_content": ["json"],
+        "task_serializer": "json",
+        "result_serializer": "json",
+        "event_serializer": "json",
+        "task_ignore_result": True,
+        "result_backend": None,
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        # The claim in the database already stops a second run of a trial, so a task that
+        # outlives a broker outage may finish and record its measurement instead of being
+        # cancelled and measured again.
+        "worker_cancel_long_running_tasks_on_connection_loss": False,
+        "task_default_queue": CPU_QUEUE,
+        "task_create_missing_queues": True,
+        "task_publish_retry": True,
+        "task_publish_retry_policy": {"max_retries": 2, "interval_start": 0.2,
+                                      "interval_step": 0.5, "interval_max": 1.0},
+        "worker_send_task_events": False,
+        "worker_hijack_root_logger": False,
+    }
+
+
+def configure(settings: Settings) -> Celery:
+    """Apply ``settings`` to the module's app (once per process, at the edge) and return it."""
+    app.conf.update(celery_config(settings))
+    return app
+
+
+def queue_for(request: BenchmarkRequest) -> str:
+    """``bench.<gpu kind>`` for GPU trials, ``cpu`` for everything that needs no GPU."""
+    if request.backend == "cuda" or request.backend.startswith("cuda:"):
+        return f"bench.{request.device_kind}"
+    return CPU_QUEUE
+
+
+def time_limits(request: BenchmarkRequest) -> tuple[float, float]:
+    """(soft, hard) task time limits in seconds: backstops behind the bench process's own."""
+    soft = request.compile_timeout_s + request.run_timeout_s + TASK_SLACK_S
+    return soft, soft + HARD_AFTER_SOFT_S

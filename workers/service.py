@@ -1,0 +1,148 @@
+"""``tuner worker``: one Celery worker process per GPU (or one for the CPU queue).
+
+Start-up: probe the device through a bench process (the worker itself never initialises
+CUDA), announce the device kind and its measured ceilings in ``tuner_workers``, start a
+heartbeat thread, then run Celery with one pool process, prefetch 1, on the queue of the
+device kind. The heartbeat is what lets a scheduler requeue the trials of a worker that
+vanished without waiting for their leases to run out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+from sqlalchemy.pool import NullPool
+
+from db import repository as repo
+from db.migrate import ensure_schema
+from db.retry import retry_db
+from db.session import engine_kwargs
+from db.session import make_engine
+from db.session import normalise_url
+from tuner.settings import Settings
+from workers.backends.base import make_backend
+from workers.celery_app import CPU_QUEUE
+from workers.celery_app import configure
+from workers.tasks import ENV_DEVICE
+from workers.tasks import ENV_NAME
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    device: str
+    kind: str
+    name: str
+    ceilings: dict[str, Any]
+
+    @property
+    def queue(self) -> str:
+        return CPU_QUEUE if self.device == "cpu" else f"bench.{self.kind}"
+
+
+def check_device(device: str) -> str:
+    if device == "cpu" or (device.startswith("cuda:") and device[5:].isdigit()):
+        return device
+    raise ValueError(f"unknown device {device!r} (cpu or cuda:N)")
+
+
+def probe(device: str, settings: Settings) -> DeviceInfo:
+    """Start a bench process on the device once, read its kind and ceilings, stop it."""
+    backend = make_backend("interpret" if device == "cpu" else device,
+                           cache_dir=settings.cache_dir, kernel_roots=settings.kernel_roots)
+    try:
+        backend.start()
+        info = backend.describe()
+    finally:
+        backend.close()
+    return DeviceInfo(device, str(info.get("device_kind")), str(info.get("device_name")),
+                      dict(info.get("ceilings") or {}))
+
+
+def default_name(device: str) -> str:
+    return f"{device.replace(':', '')}.{os.getpid()}@{socket.gethostname()}"
+
+
+class Heartbeat:
+    """Refresh ``tuner_workers.last_heartbeat`` every ``interval_s`` from a daemon thread.
+
+    Uses a connection-per-beat engine and drops it across ``fork`` so Celery's pool processes
+    never share its sockets.
+    """
+
+    def __init__(self, db_url: str, name: str, interval_s: float) -> None:
+        kwargs = {k: v for k, v in engine_kwargs(db_url).items()
+                  if k not in ("pool_size", "max_overflow")}
+        self.engine = sa.create_engine(normalise_url(db_url), poolclass=NullPool, **kwargs)
+        os.register_at_fork(after_in_child=lambda: self.engine.dispose(close=False))
+        self.sessions = so.sessionmaker(self.engine)
+        self.name = name
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def beat(self, status: str = "alive") -> None:
+        with self.sessions.begin() as session:
+            repo.heartbeat(session, self.name, status)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.beat()
+            except Exception as exc:  # the database may be away; the next beat will tell
+                log.warning("heartbeat failed: %s", str(exc).splitlines()[0][:200])
+
+    def stop(self) -> None:
+        self._stop.set()
+        with contextlib.suppress(Exception):
+            self.beat("stopped")
+        self.engine.dispose()
+
+
+def run_worker(settings: Settings, device: str, name: str | None = None,
+               queue: str | None = None, loglevel: str = "INFO") -> None:
+    """Probe, register, heartbeat and consume until Celery shuts down (blocking)."""
+    device = check_device(device)
+    info = probe(device, settings)
+    node = name or default_name(device)
+    queues = [queue or info.queue]
+    engine = make_engine(settings.db_url)
+    try:
+        retry_db(lambda: ensure_schema(engine), what="checking the schema")
+
+        def register() -> None:
+            with so.sessionmaker(engine).begin() as session:
+                repo.register_worker(
+                    session, name=node, host=socket.gethostname(), pid=os.getpid(),
+                    device=device, device_kind=info.kind, device_name=info.name,
+                    queues=queues, ceilings=info.ceilings)
+
+        retry_db(register, what="registering the worker")
+    finally:
+        engine.dispose()
+    log.info("worker %s: %s (%s) on queue %s", node, info.name, info.kind, queues[0])
+    os.environ[ENV_DEVICE] = device
+    os.environ[ENV_NAME] = node
+    heartbeat = Heartbeat(settings.db_url, node, settings.heartbeat_s)
+    heartbeat.start()
+    app = configure(settings)
+    try:
+        app.worker_main([
+            "worker", "--queues", ",".join(queues), "--hostname", node, "--concurrency", "1",
+            "--pool", "prefork", "--prefetch-multiplier", "1", "--without-gossip",
+            "--without-mingle", "--loglevel", loglevel,
+        ])
+    finally:
+        heartbeat.stop()

@@ -1,0 +1,117 @@
+"""Celery tasks: thin wrappers that decode a request and hand it to a ``TrialWorker``.
+
+Each pool process builds its runtime lazily (its own database engine, its own bench
+processes): nothing database- or CUDA-related crosses a ``fork``. The worker's device and name
+come from the environment that ``tuner worker`` set before starting Celery.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+
+import redis
+from celery.signals import worker_process_shutdown
+
+from db.session import make_engine
+from db.session import session_factory
+from tuner.settings import Settings
+from tuner.types import BenchmarkRequest
+from tuner.types import Measurement
+from workers.backends.base import Backend
+from workers.backends.base import make_backend
+from workers.celery_app import BENCH_TASK
+from workers.celery_app import app
+from workers.worker import TrialWorker
+
+log = logging.getLogger(__name__)
+
+#: Redis channel on which workers announce finished trials (payload: the job id).
+DONE_CHANNEL = "tuner:trial-done"
+
+ENV_DEVICE = "TUNER_WORKER_DEVICE"
+ENV_NAME = "TUNER_WORKER_NAME"
+
+
+@dataclass
+class BackendPool:
+    """The backends one worker process can run: its GPU, or the interpreter and replays."""
+
+    device: str
+    settings: Settings
+    backends: dict[str, Backend] = field(default_factory=dict)
+
+    def key(self, request: BenchmarkRequest) -> str:
+        wants_gpu = request.backend == "cuda" or request.backend.startswith("cuda:")
+        if wants_gpu and not self.device.startswith("cuda"):
+            raise RuntimeError(f"a GPU trial reached the {self.device} worker")
+        if self.device.startswith("cuda") and not wants_gpu:
+            raise RuntimeError(f"a {request.backend} trial reached the GPU worker {self.device}")
+        return self.device if wants_gpu else request.backend
+
+    def backend_for(self, request: BenchmarkRequest) -> Backend:
+        key = self.key(request)
+        backend = self.backends.get(key)
+        if backend is None:
+            backend = make_backend(key, cache_dir=self.settings.cache_dir,
+                                   kernel_roots=self.settings.kernel_roots)
+            self.backends[key] = backend
+        return backend
+
+    def close(self) -> None:
+        for backend in self.backends.values():
+            backend.close()
+        self.backends.clear()
+
+
+class _Runtime:
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.settings = Settings.from_env()
+        self.engine = make_engine(self.settings.db_url)
+        self.pool = BackendPool(os.environ.get(ENV_DEVICE, "cpu"), self.settings)
+        self.redis = redis.Redis.from_url(self.settings.broker_url, socket_timeout=2,
+                                          socket_connect_timeout=2)
+        self.worker = TrialWorker(self.pool.backend_for, session_factory(self.engine),
+                                  name=os.environ.get(ENV_NAME) or None,
+                                  on_recorded=self.announce, close=self.pool.close)
+
+    def announce(self, request: BenchmarkRequest, measurement: Measurement) -> None:
+        """Wake the schedulers (best effort: they poll the database anyway)."""
+        with contextlib.suppress(redis.RedisError):
+            self.redis.publish(DONE_CHANNEL, str(request.job_id))
+
+    def close(self) -> None:
+        self.worker.close()
+        self.engine.dispose()
+
+
+_RUNTIME: _Runtime | None = None
+
+
+def runtime() -> _Runtime:
+    global _RUNTIME
+    if _RUNTIME is None or _RUNTIME.pid != os.getpid():
+        _RUNTIME = _Runtime()
+    return _RUNTIME
+
+
+@app.task(name=BENCH_TASK, acks_late=True, reject_on_worker_lost=True)
+def bench(request: dict[str, Any]) -> None:
+    """Measure one trial. The message carries ``BenchmarkRequest.to_json()`` and nothing else."""
+    try:
+        decoded = BenchmarkRequest.from_json(request)
+    except ValueError as exc:
+        log.error("dropping a malformed benchmark request: %s", exc)
+        return
+    runtime().worker.handle(decoded)
+
+
+@worker_process_shutdown.connect
+def _close_runtime(**_: Any) -> None:
+    if _RUNTIME is not None and _RUNTIME.pid == os.getpid():
+        _RUNTIME.close()
