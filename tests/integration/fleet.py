@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import signal
@@ -11,6 +12,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import optuna
 import sqlalchemy as sa
@@ -63,10 +65,8 @@ class Fleet:
     def kill(self, label: str, sig: int = signal.SIGKILL) -> None:
         """Signal a process group (the worker, its pool process and its bench process)."""
         proc = self.procs.pop(label)
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            pass
         proc.wait(timeout=30)
 
     def log(self, label: str) -> str:
@@ -88,7 +88,7 @@ class Fleet:
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return int(proc.stdout.split()[1].rstrip(":"))
 
-    def rows(self, sql: str, **params: object) -> list[sa.Row[tuple[object, ...]]]:
+    def rows(self, sql: str, **params: object) -> list[Any]:
         with self.engine.connect() as conn:
             return list(conn.execute(sa.text(sql), params).all())
 
