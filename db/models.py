@@ -105,6 +105,7 @@ class Trial(Base):
     lease_until: so.Mapped[dt.datetime | None]
     duplicate_of: so.Mapped[int | None]
     told: so.Mapped[bool] = so.mapped_column(default=False)
+    told_at: so.Mapped[dt.datetime | None]
     queued_at: so.Mapped[dt.datetime] = so.mapped_column(default=utcnow)
     published_at: so.Mapped[dt.datetime | None]
     started_at: so.Mapped[dt.datetime | None]

@@ -136,7 +136,8 @@ def untold_final_trials(session: so.Session, problem_id: int) -> Sequence[Trial]
 
 
 def mark_told(session: so.Session, trial_id: int) -> None:
-    session.execute(sa.update(Trial).where(Trial.id == trial_id).values(told=True))
+    session.execute(sa.update(Trial).where(Trial.id == trial_id)
+                    .values(told=True, told_at=utcnow()))
 
 
 def count_untold(session: so.Session, problem_id: int) -> int:
@@ -156,8 +157,32 @@ def first_trial_with_config(session: so.Session, problem_id: int,
         .order_by(Trial.number).limit(1)).first()
 
 
-def trial_numbers(session: so.Session, problem_id: int) -> set[int]:
-    return set(session.scalars(sa.select(Trial.number).where(Trial.problem_id == problem_id)))
+def trials_of_problem(session: so.Session, problem_id: int) -> Sequence[Trial]:
+    return session.scalars(sa.select(Trial).where(Trial.problem_id == problem_id)
+                           .order_by(Trial.number)).all()
+
+
+def unmirrored_trials(session: so.Session, job_id: int,
+                      limit: int) -> list[tuple[Trial, str]]:
+    """Told trials of a job not yet copied into their Optuna study, with the study name."""
+    rows = session.execute(
+        sa.select(Trial, Problem.study_name).join(Problem, Problem.id == Trial.problem_id)
+        .where(Trial.job_id == job_id, Trial.told.is_(True),
+               Trial.optuna_trial_id.is_(None))
+        .order_by(Trial.id).limit(limit)).all()
+    return [(t, str(name)) for t, name in rows]
+
+
+def set_optuna_trial_ids(session: so.Session, pairs: Sequence[tuple[int, int]]) -> None:
+    for trial_id, optuna_id in pairs:
+        session.execute(sa.update(Trial).where(Trial.id == trial_id)
+                        .values(optuna_trial_id=optuna_id))
+
+
+def count_unmirrored(session: so.Session, job_id: int) -> int:
+    return int(session.scalar(
+        sa.select(sa.func.count()).select_from(Trial)
+        .where(Trial.job_id == job_id, Trial.optuna_trial_id.is_(None))) or 0)
 
 
 def trials_of_job(session: so.Session, job_id: int) -> Sequence[Trial]:

@@ -12,9 +12,9 @@ import pytest
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from tests.services import PostgresServer
-from tests.services import RedisServer
 from tuner.settings import Settings
+from tuner.testing.services import PostgresServer
+from tuner.testing.services import RedisServer
 
 ROOT = Path(__file__).resolve().parent.parent
 REPLAY_DIR_CANDIDATES = (ROOT / "benchmarks" / "data" / "replay",

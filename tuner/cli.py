@@ -63,8 +63,9 @@ DbOption = Annotated[str | None, typer.Option(
 
 def _user_errors() -> tuple[type[BaseException], ...]:
     from tuner.jobs import JobError
+    from workers.celery_app import InsecureBrokerError
 
-    return (UsageError, KernelError, DatabaseError, JobError)
+    return (UsageError, KernelError, DatabaseError, JobError, InsecureBrokerError)
 
 
 def friendly(fn: F) -> F:

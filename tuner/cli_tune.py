@@ -33,6 +33,8 @@ from tuner.jobs import JobError
 from tuner.jobs import create_job
 from tuner.jobs import validate
 from tuner.kernels import KernelSpec
+from tuner.mirror import Mirror
+from tuner.mirror import MirrorThread
 from tuner.queue import InlineQueue
 from tuner.settings import Settings
 from tuner.types import JobSpec
@@ -112,11 +114,13 @@ def run_tune(spec: JobSpec, kernel: KernelSpec, settings: Settings, console: Con
             b.close()
         raise
     pool = iter(backends)
-    queue = InlineQueue(lambda: TrialWorker.single(next(pool), sessions, worker_name(":inline")),
-                        len(backends))
+    queue = InlineQueue(
+        lambda: TrialWorker.single(next(pool), sessions, worker_name(":inline")), len(backends))
+    mirror = Mirror(sessions, settings.db_url)
+    mirroring = MirrorThread(mirror, lambda: {created.job_id: kernel.space}).start()
     interrupted = False
     try:
-        driver = JobDriver(sessions, settings.db_url, created.job_id, kernel, queue)
+        driver = JobDriver(sessions, settings.db_url, created.job_id, kernel, queue, mirror)
         _drive_with_progress(driver, sessions, created.job_id, spec, err)
     except KeyboardInterrupt:
         interrupted = True
@@ -126,8 +130,10 @@ def run_tune(spec: JobSpec, kernel: KernelSpec, settings: Settings, console: Con
                   "trial is kept[/]")
     finally:
         queue.close()
-        if interrupted:
-            JobDriver(sessions, settings.db_url, created.job_id, kernel, queue=_NullQueue()).step()
+        mirroring.stop()
+        if interrupted:  # tell what finished, close the problems, record it all
+            JobDriver(sessions, settings.db_url, created.job_id, kernel, _NullQueue(),
+                      mirror).step()
         engine.dispose()
     return TuneOutcome(created.job_id, settings.db_url, interrupted)
 

@@ -1,10 +1,14 @@
-"""Drive one job: ask Optuna ▶ enqueue ▶ collect results from the database ▶ tell ▶ stop.
+"""Drive one job: propose ▶ enqueue ▶ collect results from the database ▶ tell ▶ stop.
 
 ``JobDriver.step()`` does one non-blocking round and says whether the job is still active, so
 the blocking ``tuner tune`` loop and a scheduler driving many jobs use the same code. All state
 lives in the database: a new driver for the same job resumes where the last one stopped (queued
 trials are re-sent — a duplicate delivery is harmless — and trials whose worker vanished are
 requeued or marked lost by ``expire_leases``).
+
+Proposals come from an in-memory proposer (``tuner.study``) rebuilt from the trial table when a
+driver starts; told trials reach the problem's Optuna study in the database through
+``tuner.mirror``, and a job is declared finished only once all of them are there.
 
 Problems of a job run one after another; ``parallel`` trials of the current one are in flight.
 Budget accounting follows the replay README: a *measured* trial is a distinct config that went
@@ -30,9 +34,11 @@ from search_spaces import Context
 from search_spaces import stable_hash
 from tuner.jobs import problem_context
 from tuner.kernels import KernelSpec
+from tuner.mirror import Mirror
 from tuner.queue import BenchQueue
 from tuner.queue import QueueUnavailable
-from tuner.study import ProblemStudy
+from tuner.study import OptunaProposer
+from tuner.study import Told
 from tuner.types import BenchmarkRequest
 from tuner.types import JobSpec
 from tuner.types import TrialStatus
@@ -55,23 +61,10 @@ NOT_COUNTED = (TrialStatus.INVALID, TrialStatus.CANCELLED)
 class _ProblemRun:
     problem_id: int
     problem: dict[str, int]
-    study: ProblemStudy
+    proposer: OptunaProposer
     ctx: Context
     free_streak: int = 0
     valid_count: int | None = None
-
-
-def trial_attrs(t: Trial) -> dict[str, Any]:
-    """User attrs of a told trial: the metrics the dashboard shows."""
-    prov = t.provenance or {}
-    return {
-        "status": t.status, "median_ms": t.median_ms, "p20_ms": t.p20_ms, "p80_ms": t.p80_ms,
-        "tflops": t.tflops, "gbps": t.gbps, "bound": t.bound, "score_basis": t.score_basis,
-        "fraction_measured_ceilings": t.fraction_measured, "compile_s": t.compile_s,
-        "gpu": prov.get("device_name"), "device_kind": t.device_kind, "tuner_trial_id": t.id,
-        "attempt": t.attempt, "duplicate_of": t.duplicate_of,
-        "error": (t.error or "")[:500] or None,
-    }
 
 
 def fingerprint(job_kernel_hash: str, space_hash: str, t: Trial) -> dict[str, Any]:
@@ -90,7 +83,7 @@ class JobDriver:
     """Drives one job through a queue; see the module docstring."""
 
     def __init__(self, sessions: so.sessionmaker[so.Session], db_url: str, job_id: int,
-                 kernel: KernelSpec, queue: BenchQueue,
+                 kernel: KernelSpec, queue: BenchQueue, mirror: Mirror,
                  on_told: Callable[[Trial], None] | None = None, *,
                  heartbeat_s: float | None = None, republish_s: float | None = None) -> None:
         """``heartbeat_s``: workers silent for three heartbeats lose their trials (fleet mode);
@@ -100,6 +93,7 @@ class JobDriver:
         self.job_id = job_id
         self.kernel = kernel
         self.queue = queue
+        self.mirror = mirror
         self.on_told = on_told
         self.heartbeat_s = heartbeat_s
         self.republish_s = republish_s
@@ -146,6 +140,7 @@ class JobDriver:
         for problem in problems:
             if self._advance(problem, cancelled=status == "cancelled"):
                 return True
+        self.mirror.flush(self.job_id, self.kernel.space)
         if status != "cancelled":
             with self.sessions.begin() as session:
                 repo.set_job_status(session, self.job_id, "completed")
@@ -173,18 +168,18 @@ class JobDriver:
 
     # -- collect ------------------------------------------------------------------------------
     def _collect(self, run: _ProblemRun) -> None:
-        """Tell Optuna every final, untold trial, then count it (never inside one transaction:
-        with SQLite, Optuna's writes would wait on ours)."""
+        """Tell the proposer every final, untold trial, and count it."""
         with self.sessions() as session:
             untold = list(repo.untold_final_trials(session, run.problem_id))
-        for t in untold:
-            fraction = t.fraction if t.status == TrialStatus.OK else None
-            run.study.tell(t.optuna_trial_id or 0, t.number, fraction, trial_attrs(t))
-            with self.sessions.begin() as session:
+        if not untold:
+            return
+        with self.sessions.begin() as session:
+            problem = session.get(Problem, run.problem_id)
+            assert problem is not None
+            for t in untold:
+                fraction = t.fraction if t.status == TrialStatus.OK else None
+                run.proposer.tell(t.number, fraction)
                 repo.mark_told(session, t.id)
-                t.told = True
-                problem = session.get(Problem, run.problem_id)
-                assert problem is not None
                 if t.duplicate_of is None and t.status not in NOT_COUNTED:
                     problem.measured += 1
                     if fraction is not None and (problem.best_fraction is None
@@ -193,7 +188,8 @@ class JobDriver:
                         problem.best_trial_id = t.id
                         problem.last_improvement = problem.measured
                         self._offer_best(session, problem, t)
-            if self.on_told is not None:
+        if self.on_told is not None:
+            for t in untold:
                 self.on_told(t)
 
     def _offer_best(self, session: so.Session, problem: Problem, t: Trial) -> None:
@@ -247,31 +243,28 @@ class JobDriver:
 
     def _propose(self, run: _ProblemRun) -> bool:
         """Ask once; True if a config was sent to a device, False for a free proposal."""
-        asked = run.study.ask()
+        asked = run.proposer.ask()
         config = asked.config
         config_hash = stable_hash(config)
         violations = self.kernel.space.violations(config, run.ctx)
         common = dict(job_id=self.job_id, problem_id=run.problem_id, number=asked.number,
-                      optuna_trial_id=asked.optuna_trial_id, config=config,
-                      config_hash=config_hash)
+                      config=config, config_hash=config_hash)
         request = None
         with self.sessions.begin() as session:
             if violations:
-                t = repo.add_trial(session, status=str(TrialStatus.INVALID),
-                                   error="; ".join(violations), finished_at=utcnow(), **common)
+                t = repo.add_trial(session, status=str(TrialStatus.INVALID), told=True,
+                                   error="; ".join(violations), finished_at=utcnow(),
+                                   told_at=utcnow(), **common)
             else:
                 original = repo.first_trial_with_config(session, run.problem_id, config_hash)
                 if original is None:
                     t = repo.add_trial(session, status=str(TrialStatus.QUEUED), **common)
                     request = self._request(t, session)
                 else:
-                    t = repo.add_trial(session, **common, **_copied_result(original))
-        if request is None:
-            # A free proposal: tell Optuna now, so the sampler sees it before the next ask.
-            run.study.tell(asked.optuna_trial_id, asked.number,
-                           t.fraction if t.status == TrialStatus.OK else None, trial_attrs(t))
-            with self.sessions.begin() as session:
-                repo.mark_told(session, t.id)
+                    t = repo.add_trial(session, told=True, told_at=utcnow(), **common,
+                                       **_copied_result(original))
+        if request is None:  # free: the proposer hears at once, before its next ask
+            run.proposer.tell(asked.number, t.fraction if t.status == TrialStatus.OK else None)
             run.free_streak += 1
             return False
         run.free_streak = 0
@@ -309,15 +302,14 @@ class JobDriver:
     def _run_for(self, problem: Problem) -> _ProblemRun:
         run = self._runs.get(problem.id)
         if run is None:
-            study = ProblemStudy(self.db_url, problem.study_name, self.kernel.space,
-                                 self.spec.sampler, self.spec.seed)
+            proposer = OptunaProposer(self.kernel.space, self.spec.sampler, self.spec.seed)
             with self.sessions() as session:
-                known = repo.trial_numbers(session, problem.id)
-            if study.fail_orphans(known):
-                log.warning("problem %s: failed Optuna trials asked by a driver that died",
-                            problem.id)
+                history = [Told(t.number, dict(t.config), t.told, t.fraction
+                                if t.status == TrialStatus.OK else None)
+                           for t in repo.trials_of_problem(session, problem.id)]
+            proposer.rebuild(history)
             ctx = problem_context(self.kernel, self.spec, dict(problem.problem))
-            run = _ProblemRun(problem.id, dict(problem.problem), study, ctx)
+            run = _ProblemRun(problem.id, dict(problem.problem), proposer, ctx)
             self._runs[problem.id] = run
         return run
 

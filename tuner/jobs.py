@@ -19,7 +19,7 @@ from tuner.devices import CPU_KIND
 from tuner.devices import target_limits
 from tuner.kernels import KernelSpec
 from tuner.study import SAMPLERS
-from tuner.study import ProblemStudy
+from tuner.study import create_study_record
 from tuner.types import JobSpec
 from tuner.types import problem_key
 
@@ -111,8 +111,7 @@ def create_job(sessions: so.sessionmaker[so.Session], db_url: str, spec: JobSpec
             names.append(name)
         job_id = job.id
     for problem, name in zip(problems, names, strict=True):
-        study = ProblemStudy(db_url, name, kernel.space, spec.sampler, spec.seed)
-        study.describe({
+        create_study_record(db_url, name, {
             "job_id": job_id, "kernel": kernel.name, "problem": problem_key(problem),
             "dtype": spec.dtype, "device_kind": spec.device_kind, "backend": spec.backend,
             "objective": "roofline fraction (datasheet; measured ceilings on the CPU)",

@@ -23,6 +23,8 @@ from tuner.driver import JobDriver
 from tuner.kernels import KernelError
 from tuner.kernels import KernelSpec
 from tuner.kernels import resolve_kernel
+from tuner.mirror import Mirror
+from tuner.mirror import MirrorThread
 from tuner.queue import BenchQueue
 from tuner.settings import Settings
 from tuner.types import JobSpec
@@ -44,6 +46,7 @@ class Scheduler:
         self.name = name or scheduler_name()
         self.poll_s = poll_s
         self.drivers: dict[int, JobDriver] = {}
+        self.mirror = Mirror(sessions, settings.db_url)
         self._load = kernel_loader or (
             lambda spec: resolve_kernel(spec.kernel, spec.backend, settings.kernel_roots))
 
@@ -63,7 +66,7 @@ class Scheduler:
                 repo.set_job_status(session, job_id, "failed", error=str(exc))
             return None
         driver = JobDriver(self.sessions, self.settings.db_url, job_id, kernel, self.queue,
-                           heartbeat_s=self.settings.heartbeat_s,
+                           self.mirror, heartbeat_s=self.settings.heartbeat_s,
                            republish_s=self.settings.republish_s)
         self.drivers[job_id] = driver
         log.info("%s drives job %s", self.name, job_id)
@@ -99,6 +102,8 @@ class Scheduler:
     def run(self, stop: threading.Event | None = None) -> None:
         """Tick until ``stop`` is set; a database outage pauses, it never ends the loop."""
         stop = stop or threading.Event()
+        mirroring = MirrorThread(self.mirror, lambda: {
+            job_id: d.kernel.space for job_id, d in list(self.drivers.items())}).start()
         while not stop.is_set():
             try:
                 driven = self.tick()
@@ -114,5 +119,6 @@ class Scheduler:
                 self.queue.wait(self.poll_s)
             else:
                 stop.wait(self.poll_s)
+        mirroring.stop()
         self.queue.close()
 

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlparse
 
 from celery import Celery
 
@@ -62,8 +63,28 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     }
 
 
+class InsecureBrokerError(ValueError):
+    """A broker URL the service refuses to use; the message is meant for the user."""
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def check_broker_url(url: str) -> None:
+    """Refuse a Redis broker that is neither on loopback nor password-protected: anyone who
+    can write to the broker can make workers run whatever its messages say."""
+    parsed = urlparse(url)
+    if parsed.scheme not in ("redis", "rediss"):
+        raise InsecureBrokerError(f"the broker must be a redis:// or rediss:// URL, not "
+                                  f"{parsed.scheme or url!r}")
+    if parsed.hostname not in LOOPBACK and not parsed.password:
+        raise InsecureBrokerError(f"refusing the broker at {parsed.hostname}: it is not on "
+                                  "loopback and has no password (redis://:PASSWORD@host/0)")
+
+
 def configure(settings: Settings) -> Celery:
-    """Apply ``settings`` to the module's app (once per process, at the edge) and return it."""
+    """Check and apply ``settings`` to the module's app (once per process, at the edge)."""
+    check_broker_url(settings.broker_url)
     app.conf.update(celery_config(settings))
     return app
 

@@ -18,8 +18,8 @@ import optuna
 import sqlalchemy as sa
 
 from tests.conftest import ROOT
-from tests.services import PostgresServer
-from tests.services import RedisServer
+from tuner.testing.services import PostgresServer
+from tuner.testing.services import RedisServer
 
 _ids = itertools.count()
 
@@ -129,11 +129,12 @@ class Fleet:
         assert all(t.told and t.status not in ("queued", "running") for t in trials)
         for study_name in {t.study_name for t in trials}:
             study = optuna.load_study(study_name=study_name, storage=self.db_url)
-            ours = {t.number: t for t in trials if t.study_name == study_name}
-            assert {t.number for t in study.trials} == set(ours)
+            ours = {t.id: t for t in trials if t.study_name == study_name}
+            recorded = [ot.user_attrs["tuner_trial_id"] for ot in study.trials]
+            assert sorted(recorded) == sorted(ours)  # each trial recorded once in Optuna
             for ot in study.trials:
-                mine = ours[ot.number]
-                assert ot.user_attrs["tuner_trial_id"] == mine.id
+                mine = ours[ot.user_attrs["tuner_trial_id"]]
+                assert ot.user_attrs["tuner_number"] == mine.number
                 assert ot.user_attrs["status"] == mine.status
                 complete = ot.state == optuna.trial.TrialState.COMPLETE
                 assert complete == (mine.status == "ok")

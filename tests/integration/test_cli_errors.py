@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.conftest import run_cli
-from tests.services import free_port
+from tuner.testing.services import free_port
 
 EMPTY = str(ROOT / "tests" / "kernels" / "empty_space.py") + ":EMPTY"
 

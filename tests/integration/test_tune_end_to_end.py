@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from tests.conftest import ROOT
 from tests.conftest import run_cli
-from tests.services import free_port
+from tuner.testing.services import free_port
 
 SHAPE = "M=64,N=48,K=40"
 PROBLEM = {"M": 64, "N": 48, "K": 40}
