@@ -71,6 +71,10 @@ class Problem(Base):
     best_trial_id: so.Mapped[int | None]
     best_fraction: so.Mapped[float | None]
     last_improvement: so.Mapped[int] = so.mapped_column(default=0)
+    # confirmation: the top configs re-timed interleaved before the winner is declared
+    confirm_status: so.Mapped[str | None] = so.mapped_column(sa.String(16))
+    confirm_attempt: so.Mapped[int] = so.mapped_column(default=0, server_default="0")
+    confirm_started_at: so.Mapped[dt.datetime | None]
     started_at: so.Mapped[dt.datetime | None]
     finished_at: so.Mapped[dt.datetime | None]
 
@@ -131,6 +135,25 @@ class Trial(Base):
     tflops: so.Mapped[float | None]
     gbps: so.Mapped[float | None]
     intensity: so.Mapped[float | None]
+    # static check (compiled for the target without a GPU)
+    static_status: so.Mapped[str | None] = so.mapped_column(sa.String(24))
+    static_regs: so.Mapped[int | None]
+    static_spill_bytes: so.Mapped[int | None]
+    static_smem_bytes: so.Mapped[int | None]
+    # confirmation re-measurement (finalists only), ms
+    confirm_ms: so.Mapped[float | None]
+    confirm_n: so.Mapped[int | None]
+
+
+class StaticCheck(Base):
+    """Cache of static checks, keyed by everything that changes the compiled code."""
+
+    __tablename__ = "tuner_static_checks"
+
+    key: so.Mapped[str] = so.mapped_column(sa.String(64), primary_key=True)
+    target: so.Mapped[str] = so.mapped_column(sa.String(32))
+    result: so.Mapped[dict[str, Any]]
+    created_at: so.Mapped[dt.datetime] = so.mapped_column(default=utcnow)
 
 
 class BestConfig(Base):

@@ -18,11 +18,12 @@ import sqlalchemy.orm as so
 from db.models import BestConfig
 from db.models import Job
 from db.models import Problem
+from db.models import StaticCheck
 from db.models import Trial
 from db.models import Worker
 from db.models import utcnow
 
-ACTIVE_TRIAL_STATES = ("queued", "running")
+ACTIVE_TRIAL_STATES = ("checking", "queued", "running")
 
 
 # -- jobs -------------------------------------------------------------------------------------
@@ -80,7 +81,7 @@ def cancel_job(session: so.Session, job_id: int, *, include_running: bool = Fals
     """
     session.execute(sa.update(Job).where(Job.id == job_id, Job.status.in_(
         ("pending", "running"))).values(status="cancelled", finished_at=utcnow()))
-    states = ("queued", "running") if include_running else ("queued",)
+    states = ("checking", "queued", "running") if include_running else ("checking", "queued")
     result = session.execute(
         sa.update(Trial).where(Trial.job_id == job_id, Trial.status.in_(states))
         .values(status="cancelled", finished_at=utcnow(), lease_until=None,
@@ -212,11 +213,12 @@ def update_problem(session: so.Session, problem_id: int, **values: Any) -> None:
 def offer_best(session: so.Session, *, kernel: str, problem: dict[str, Any],
                problem_hash: str, problem_key: str, dtype: str, device_kind: str, backend: str,
                config: dict[str, Any], fraction: float, median_ms: float, trial_id: int,
-               job_id: int, fingerprint: dict[str, Any]) -> bool:
+               job_id: int, fingerprint: dict[str, Any], replace_from_job: bool = False) -> bool:
     """Make this trial the best config of its key if it beats the stored one; True if it did.
 
-    Race-safe: a conditional UPDATE (``fraction < new``) first, an INSERT when no row exists,
-    and a retry of the UPDATE if a concurrent INSERT won.
+    With ``replace_from_job`` it also replaces a row the same job stored (a confirmation
+    re-timing overrides the search's own, noisier, figures). Race-safe: a conditional UPDATE
+    first, an INSERT when no row exists, and a retry of the UPDATE if a concurrent INSERT won.
     """
     key = (BestConfig.kernel == kernel, BestConfig.problem_hash == problem_hash,
            BestConfig.dtype == dtype, BestConfig.device_kind == device_kind)
@@ -224,8 +226,10 @@ def offer_best(session: so.Session, *, kernel: str, problem: dict[str, Any],
                   trial_id=trial_id, job_id=job_id, fingerprint=fingerprint,
                   problem=problem, problem_key=problem_key, updated_at=utcnow())
     for _ in range(2):
-        result = session.execute(
-            sa.update(BestConfig).where(*key, BestConfig.fraction < fraction).values(**values))
+        better = BestConfig.fraction < fraction
+        if replace_from_job:
+            better = sa.or_(better, BestConfig.job_id == job_id)
+        result = session.execute(sa.update(BestConfig).where(*key, better).values(**values))
         if (result.rowcount or 0) == 1:  # type: ignore[attr-defined]
             return True
         if session.scalar(sa.select(BestConfig.id).where(*key)) is not None:
@@ -294,8 +298,10 @@ def expire_leases(session: so.Session, job_id: int, max_attempts: int,
 
 
 def queued_trials(session: so.Session, job_id: int) -> Sequence[Trial]:
+    """Trials waiting for a worker: queued, or waiting for their static check."""
     return session.scalars(
-        sa.select(Trial).where(Trial.job_id == job_id, Trial.status == "queued")
+        sa.select(Trial).where(Trial.job_id == job_id,
+                               Trial.status.in_(("checking", "queued")))
         .order_by(Trial.id)).all()
 
 
@@ -307,13 +313,16 @@ def mark_published(session: so.Session, trial_ids: Sequence[int]) -> None:
 
 
 def unpublished_or_stale(session: so.Session, job_id: int,
-                         older_than: dt.datetime) -> Sequence[Trial]:
-    """Queued trials never published, or published before ``older_than`` and still unclaimed
-    (their message may have died with a broker that keeps nothing on disk)."""
+                         older_than: dt.datetime | None) -> Sequence[Trial]:
+    """Queued (or checking) trials never published, or — with ``older_than`` — published
+    before it and still unclaimed (the message may have died with a broker that keeps nothing
+    on disk)."""
+    unpublished: sa.ColumnElement[bool] = Trial.published_at.is_(None)
+    if older_than is not None:
+        unpublished = sa.or_(unpublished, Trial.published_at < older_than)
     return session.scalars(
-        sa.select(Trial).where(
-            Trial.job_id == job_id, Trial.status == "queued",
-            sa.or_(Trial.published_at.is_(None), Trial.published_at < older_than))
+        sa.select(Trial).where(Trial.job_id == job_id,
+                               Trial.status.in_(("checking", "queued")), unpublished)
         .order_by(Trial.id)).all()
 
 
@@ -378,3 +387,51 @@ def lease_job(session: so.Session, job_id: int, owner: str, lease_s: float) -> b
 def release_job(session: so.Session, job_id: int, owner: str) -> None:
     session.execute(sa.update(Job).where(Job.id == job_id, Job.driver_owner == owner)
                     .values(driver_owner=None, driver_lease_until=None))
+
+
+# -- static checks ----------------------------------------------------------------------------
+def cached_static(session: so.Session, key: str) -> dict[str, Any] | None:
+    row = session.get(StaticCheck, key)
+    return None if row is None else dict(row.result)
+
+
+def cache_static(session: so.Session, key: str, target: str, result: dict[str, Any]) -> None:
+    try:
+        with session.begin_nested():
+            session.add(StaticCheck(key=key, target=target, result=result))
+    except sa.exc.IntegrityError:
+        pass  # another worker checked the same config first: same answer
+
+
+def finish_check(session: so.Session, trial_id: int, attempt: int,
+                 values: dict[str, Any]) -> bool:
+    """checking → queued (to be published) or invalid; only once, for this attempt."""
+    result = session.execute(
+        sa.update(Trial).where(Trial.id == trial_id, Trial.attempt == attempt,
+                               Trial.status == "checking")
+        .values(published_at=None, **values))
+    return (result.rowcount or 0) == 1  # type: ignore[attr-defined]
+
+
+# -- confirmation -----------------------------------------------------------------------------
+def finish_confirmation(session: so.Session, problem_id: int, attempt: int,
+                        timings: Sequence[tuple[int, float, int]]) -> bool:
+    """Store the re-measured (trial id, median ms, n) of the finalists, once per attempt."""
+    result = session.execute(
+        sa.update(Problem).where(Problem.id == problem_id, Problem.confirm_status == "pending",
+                                 Problem.confirm_attempt == attempt)
+        .values(confirm_status="done"))
+    if (result.rowcount or 0) != 1:  # type: ignore[attr-defined]
+        return False
+    for trial_id, median_ms, n in timings:
+        session.execute(sa.update(Trial).where(Trial.id == trial_id)
+                        .values(confirm_ms=median_ms, confirm_n=n))
+    return True
+
+
+def top_trials(session: so.Session, problem_id: int, k: int) -> Sequence[Trial]:
+    """The ``k`` best measured (not repeated) ok trials of a problem by roofline fraction."""
+    return session.scalars(
+        sa.select(Trial).where(Trial.problem_id == problem_id, Trial.status == "ok",
+                               Trial.duplicate_of.is_(None), Trial.fraction.is_not(None))
+        .order_by(Trial.fraction.desc()).limit(k)).all()

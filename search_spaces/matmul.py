@@ -5,7 +5,8 @@ Constraints follow ``reference/performance-anchors.md`` §3:
 * shared memory: ``num_stages · (BLOCK_M·BLOCK_K + BLOCK_K·BLOCK_N) · elem_bytes`` must fit the
   target's opt-in shared memory per block (232448 B on H100/H200);
 * registers: the fp32 accumulator needs ``BLOCK_M·BLOCK_N / (32·num_warps)`` registers per
-  thread, which must not exceed the target's 255;
+  thread, which must not exceed the target's 255, and ``BLOCK_M·BLOCK_N`` plus 32 per thread
+  must fit the SM's 65,536-register file;
 * tiles no larger than the problem needs (``next_pow2`` of the dimension, minimum 16, the
   smallest tile ``tl.dot`` accepts);
 * no idle warps: more warps than ``BLOCK_M·BLOCK_N/256`` (with a floor of 2) have no work.
@@ -72,6 +73,15 @@ def matmul_acc_regs(config: Mapping[str, Any], ctx: Context) -> bool:
     return limit is None or accumulator_regs_per_thread(config, ctx.target.warp_size) <= limit
 
 
+@register("matmul_cta_regs", "the CTA's fp32 accumulators alone fill an SM's register file")
+def matmul_cta_regs(config: Mapping[str, Any], ctx: Context) -> bool:
+    """``BLOCK_M·BLOCK_N`` accumulator registers plus 32 per thread for everything else must
+    fit the 65,536-register file of one SM, or the CTA cannot launch without spilling."""
+    limit = ctx.target.regs_per_sm
+    threads = int(config["num_warps"]) * ctx.target.warp_size
+    return limit is None or int(config["BLOCK_M"]) * int(config["BLOCK_N"]) + 32 * threads <= limit
+
+
 @register("warps_fit_tile", "more warps than the tile has work for (BLOCK_M·BLOCK_N/256)")
 def warps_fit_tile(config: Mapping[str, Any], ctx: Context, *, m: str = "BLOCK_M",
                    n: str = "BLOCK_N") -> bool:
@@ -95,6 +105,7 @@ def matmul_space() -> SearchSpace:
                           dims=(("BLOCK_M", "M"), ("BLOCK_N", "N"), ("BLOCK_K", "K"))),
             Constraint.of("matmul_smem_fits"),
             Constraint.of("matmul_acc_regs"),
+            Constraint.of("matmul_cta_regs"),
             Constraint.of("warps_fit_tile"),
             Constraint.of("threads_per_block"),
         ),

@@ -24,6 +24,7 @@ from tuner.cli_args import UsageError
 from tuner.cli_args import parse_shape
 from tuner.cli_spec import BackendOpt
 from tuner.cli_spec import CompileTimeoutOpt
+from tuner.cli_spec import ConfirmTopOpt
 from tuner.cli_spec import DeviceKindOpt
 from tuner.cli_spec import DtypeOpt
 from tuner.cli_spec import JobOptions
@@ -36,6 +37,7 @@ from tuner.cli_spec import RunTimeoutOpt
 from tuner.cli_spec import SamplerOpt
 from tuner.cli_spec import SeedOpt
 from tuner.cli_spec import ShapeOpt
+from tuner.cli_spec import StaticCheckOpt
 from tuner.cli_spec import TargetOpt
 from tuner.cli_spec import TimeLimitOpt
 from tuner.cli_spec import TrialsOpt
@@ -99,9 +101,10 @@ def tune(
     kernel: KernelArg, shape: ShapeOpt = None, dtype: DtypeOpt = None,
     backend: BackendOpt = "auto", device_kind: DeviceKindOpt = None, trials: TrialsOpt = 30,
     time_limit: TimeLimitOpt = None, target: TargetOpt = None, patience: PatienceOpt = None,
-    sampler: SamplerOpt = "tpe", seed: SeedOpt = None, parallel: ParallelOpt = 1,
+    sampler: SamplerOpt = "auto", seed: SeedOpt = None, parallel: ParallelOpt = 1,
     compile_timeout: CompileTimeoutOpt = 120, run_timeout: RunTimeoutOpt = 60,
-    warmup_ms: WarmupOpt = None, rep_ms: RepOpt = None, db: DbOption = None,
+    warmup_ms: WarmupOpt = None, rep_ms: RepOpt = None, static_check: StaticCheckOpt = None,
+    confirm_top: ConfirmTopOpt = 3, db: DbOption = None,
 ) -> None:
     """Tune KERNEL on this machine (blocking, no Redis): --parallel local bench processes."""
     from tuner.cli_tune import print_summary
@@ -110,7 +113,8 @@ def tune(
     settings = settings_for(db)
     options = JobOptions(kernel, shape or [], dtype, backend, device_kind, trials, time_limit,
                          target, patience, sampler, seed, parallel, compile_timeout,
-                         run_timeout, warmup_ms, rep_ms)
+                         run_timeout, warmup_ms, rep_ms, static_check=static_check,
+                         confirm_top=confirm_top)
     spec, spec_kernel = build_spec(options, settings, submit=False)
     outcome = run_tune(spec, spec_kernel, settings, console, err)
     print_summary(outcome, settings, console)
@@ -124,9 +128,10 @@ def submit(
     kernel: KernelArg, shape: ShapeOpt = None, dtype: DtypeOpt = None,
     backend: BackendOpt = "auto", device_kind: DeviceKindOpt = None, trials: TrialsOpt = 30,
     time_limit: TimeLimitOpt = None, target: TargetOpt = None, patience: PatienceOpt = None,
-    sampler: SamplerOpt = "tpe", seed: SeedOpt = None, parallel: ParallelOpt = 4,
+    sampler: SamplerOpt = "auto", seed: SeedOpt = None, parallel: ParallelOpt = 4,
     compile_timeout: CompileTimeoutOpt = 120, run_timeout: RunTimeoutOpt = 60,
     warmup_ms: WarmupOpt = None, rep_ms: RepOpt = None, max_attempts: MaxAttemptsOpt = 3,
+    static_check: StaticCheckOpt = None, confirm_top: ConfirmTopOpt = 3,
     idempotency_key: Annotated[str | None, typer.Option(
         help="Submitting again with the same key returns the same job.")] = None,
     db: DbOption = None,
@@ -137,7 +142,8 @@ def submit(
     settings = settings_for(db)
     options = JobOptions(kernel, shape or [], dtype, backend, device_kind, trials, time_limit,
                          target, patience, sampler, seed, parallel, compile_timeout,
-                         run_timeout, warmup_ms, rep_ms, max_attempts, idempotency_key)
+                         run_timeout, warmup_ms, rep_ms, max_attempts, idempotency_key,
+                         static_check, confirm_top)
     spec, spec_kernel = build_spec(options, settings, submit=True)
     submit_job(spec, spec_kernel, settings, console)
 

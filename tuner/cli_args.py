@@ -76,8 +76,14 @@ def resolve_backend(text: str) -> str:
         return text
     if text.startswith("replay:") and len(text) > len("replay:"):
         return text
-    raise UsageError(f"unknown backend {text!r} (auto, interpret, cuda, cuda:N or "
-                     "replay:<kernel tuner cache file>)")
+    if text.startswith("model:"):
+        kind = text.split(":", 1)[1]
+        if kind not in known_kinds() or kind == CPU_KIND:
+            raise UsageError(f"the model backend predicts a datasheet GPU: model:<kind> with "
+                             f"kind in {', '.join(known_kinds()[:-1])}")
+        return text
+    raise UsageError(f"unknown backend {text!r} (auto, interpret, cuda, cuda:N, "
+                     "replay:<kernel tuner cache file> or model:<gpu kind>)")
 
 
 def check_device_kind(kind: str, backend: str) -> str:

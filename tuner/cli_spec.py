@@ -12,6 +12,7 @@ from tuner.cli_args import check_device_kind
 from tuner.cli_args import parse_shape
 from tuner.cli_args import resolve_backend
 from tuner.devices import CPU_KIND
+from tuner.devices import DEVICES
 from tuner.devices import normalise_device_name
 from tuner.kernels import BUILTIN
 from tuner.kernels import KernelSpec
@@ -31,7 +32,8 @@ DtypeOpt = Annotated[str | None, typer.Option(
     help="Input dtype (fp32, fp16, bf16…); default: the kernel's first.")]
 BackendOpt = Annotated[str, typer.Option(
     help="auto (cuda if a GPU is visible, else interpret), interpret, cuda, cuda:N, "
-         "replay:<kernel tuner cache file>.")]
+         "replay:<kernel tuner cache file>, model:<gpu kind> (a prediction, never stored as "
+         "a best config).")]
 DeviceKindOpt = Annotated[str | None, typer.Option(
     "--device-kind", "--gpu", help="Device kind: constraints, roofline and (submit) the "
                                    "worker queue, e.g. h100-sxm. Detected by tune.")]
@@ -41,13 +43,21 @@ TargetOpt = Annotated[float | None, typer.Option(
     help="Stop a problem once this roofline fraction is reached.")]
 PatienceOpt = Annotated[int | None, typer.Option(
     help="Stop after this many measured trials without a new best.")]
-SamplerOpt = Annotated[str, typer.Option(help="tpe, random or grid.")]
+SamplerOpt = Annotated[str, typer.Option(
+    help="auto (model-guided, constraint-aware, never repeats: the default), or Optuna's tpe, "
+         "random or grid.")]
 SeedOpt = Annotated[int | None, typer.Option(help="Sampler and input seed.")]
 ParallelOpt = Annotated[int, typer.Option(help="Trials in flight at once.")]
 CompileTimeoutOpt = Annotated[float, typer.Option(help="Seconds for compile + first call.")]
 RunTimeoutOpt = Annotated[float, typer.Option(help="Seconds for check + timing.")]
 WarmupOpt = Annotated[float | None, typer.Option(help="Warm-up time budget per trial (ms).")]
 RepOpt = Annotated[float | None, typer.Option(help="Timing budget per trial (ms).")]
+StaticCheckOpt = Annotated[str | None, typer.Option(
+    help="Compile each config for this GPU kind before measuring it and skip configs that "
+         "cannot launch or spill (default: the job's GPU kind on cuda; 'none' turns it off).")]
+ConfirmTopOpt = Annotated[int, typer.Option(
+    help="Re-time this many of the best configs interleaved before declaring the winner "
+         "(0: no confirmation).")]
 MaxAttemptsOpt = Annotated[int, typer.Option(
     help="Deliveries of a trial before it is marked lost (its worker vanished each time).")]
 
@@ -72,6 +82,18 @@ class JobOptions:
     rep_ms: float | None
     max_attempts: int = 3
     idempotency_key: str | None = None
+    static_check: str | None = None
+    confirm_top: int = 3
+
+
+def static_check_for(option: str | None, backend: str, kind: str) -> str | None:
+    """``none`` → off; a kind → that kind; unset → the job's GPU kind when it runs on CUDA and
+    the device table knows it (``auto`` while the local GPU is not yet detected)."""
+    if option is not None:
+        return None if option == "none" else option
+    if backend == "cuda" or backend.startswith("cuda:"):
+        return (kind if kind in DEVICES else None) if kind else "auto"
+    return None
 
 
 def _timing(backend: str, warmup_ms: float | None, rep_ms: float | None) -> TimingSettings:
@@ -104,6 +126,8 @@ def build_spec(o: JobOptions, settings: Settings, *, submit: bool) -> tuple[JobS
         from tuner.kernels.recorded import recording_of
 
         kind = o.device_kind or normalise_device_name(recording_of(backend).device_name)
+    elif backend.startswith("model:"):
+        kind = backend.split(":", 1)[1]
     elif o.device_kind:
         kind = check_device_kind(o.device_kind, backend)
     elif submit:
@@ -118,5 +142,7 @@ def build_spec(o: JobOptions, settings: Settings, *, submit: bool) -> tuple[JobS
                       patience=o.patience),
         parallel=o.parallel, timing=_timing(backend, o.warmup_ms, o.rep_ms),
         compile_timeout_s=o.compile_timeout, run_timeout_s=o.run_timeout,
-        max_attempts=o.max_attempts, idempotency_key=o.idempotency_key)
+        max_attempts=o.max_attempts, idempotency_key=o.idempotency_key,
+        static_check=static_check_for(o.static_check, backend, kind),
+        confirm_top=o.confirm_top)
     return spec, kernel

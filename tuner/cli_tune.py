@@ -27,6 +27,7 @@ from db.session import make_engine
 from db.session import safe_url
 from db.session import session_factory
 from tuner.devices import CPU_KIND
+from tuner.devices import DEVICES
 from tuner.devices import normalise_device_name
 from tuner.driver import JobDriver
 from tuner.jobs import JobError
@@ -40,6 +41,7 @@ from tuner.settings import Settings
 from tuner.types import JobSpec
 from workers.backends.base import Backend
 from workers.backends.base import make_backend
+from workers.backends.pool import BackendPool
 from workers.worker import TrialWorker
 from workers.worker import worker_name
 
@@ -63,8 +65,14 @@ def describe_score(t: Trial) -> str:
         return (f"{t.fraction:.4g} of the recorded optimum: {t.median_ms:.4g} ms vs "
                 f"{t.roof_ms:.4g} ms")
     rates = "" if t.tflops is None else f", {t.tflops:.4g} TFLOP/s, {t.gbps:.4g} GB/s"
-    return (f"roofline fraction {t.fraction:.4g} ({t.score_basis} roofline, {t.bound}-bound): "
-            f"median {t.median_ms:.4g} ms vs roof {t.roof_ms:.4g} ms{rates}")
+    if t.score_basis == "predicted":
+        return (f"PREDICTED by the analytic model (not a measurement): {t.median_ms:.4g} ms, "
+                f"{t.fraction:.4g} of the datasheet roofline ({t.bound}-bound){rates}")
+    median = t.median_ms if t.confirm_ms is None else t.confirm_ms
+    fraction = t.fraction if t.confirm_ms is None or not t.roof_ms else t.roof_ms / t.confirm_ms
+    confirmed = "" if t.confirm_ms is None else " (re-timed interleaved)"
+    return (f"roofline fraction {fraction:.4g} ({t.score_basis} roofline, {t.bound}-bound): "
+            f"median {median:.4g} ms{confirmed} vs roof {t.roof_ms:.4g} ms{rates}")
 
 
 def _start_backends(spec_backend: str, n: int, settings: Settings) -> list[Backend]:
@@ -105,6 +113,9 @@ def run_tune(spec: JobSpec, kernel: KernelSpec, settings: Settings, console: Con
         if not spec.device_kind:
             kind = detect_device_kind(spec.backend, backends)
             spec = JobSpec.from_json({**spec.to_json(), "device_kind": kind})
+        if spec.static_check == "auto":  # now that the local GPU is known
+            check = spec.device_kind if spec.device_kind in DEVICES else None
+            spec = JobSpec.from_json({**spec.to_json(), "static_check": check})
         engine = make_engine(settings.db_url)
         ensure_schema(engine)
         sessions = session_factory(engine)
@@ -113,9 +124,13 @@ def run_tune(spec: JobSpec, kernel: KernelSpec, settings: Settings, console: Con
         for b in backends:
             b.close()
         raise
-    pool = iter(backends)
-    queue = InlineQueue(
-        lambda: TrialWorker.single(next(pool), sessions, worker_name(":inline")), len(backends))
+    pools = iter([BackendPool(spec.backend, settings, {spec.backend: b}) for b in backends])
+
+    def local_worker() -> TrialWorker:
+        pool = next(pools)
+        return TrialWorker(pool.backend_for, sessions, worker_name(":inline"), close=pool.close)
+
+    queue = InlineQueue(local_worker, len(backends))
     mirror = Mirror(sessions, settings.db_url)
     mirroring = MirrorThread(mirror, lambda: {created.job_id: kernel.space}).start()
     interrupted = False

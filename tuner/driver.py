@@ -32,12 +32,16 @@ from db.models import Trial
 from db.models import utcnow
 from search_spaces import Context
 from search_spaces import stable_hash
+from tuner.confirm import Confirmation
 from tuner.jobs import problem_context
 from tuner.kernels import KernelSpec
 from tuner.mirror import Mirror
 from tuner.queue import BenchQueue
 from tuner.queue import QueueUnavailable
-from tuner.study import OptunaProposer
+from tuner.results import fingerprint
+from tuner.search import Proposer
+from tuner.search import make_proposer
+from tuner.search.prior import model_prior
 from tuner.study import Told
 from tuner.types import BenchmarkRequest
 from tuner.types import JobSpec
@@ -61,22 +65,11 @@ NOT_COUNTED = (TrialStatus.INVALID, TrialStatus.CANCELLED)
 class _ProblemRun:
     problem_id: int
     problem: dict[str, int]
-    proposer: OptunaProposer
+    proposer: Proposer
     ctx: Context
     free_streak: int = 0
     valid_count: int | None = None
-
-
-def fingerprint(job_kernel_hash: str, space_hash: str, t: Trial) -> dict[str, Any]:
-    """Everything that can change the answer (DESIGN.md decision 10)."""
-    prov = t.provenance or {}
-    return {
-        "kernel_source_hash": job_kernel_hash, "space_hash": space_hash,
-        "device_kind": t.device_kind, "device_name": prov.get("device_name"),
-        "compute_capability": prov.get("compute_capability"), "triton": prov.get("triton"),
-        "torch": prov.get("torch"), "cuda": prov.get("cuda"), "driver": prov.get("driver"),
-        "backend": prov.get("backend"),
-    }
+    exhausted: bool = False
 
 
 class JobDriver:
@@ -107,6 +100,7 @@ class JobDriver:
             self.space_hash = job.space_hash
             requests = [self._request(t, session) for t in repo.queued_trials(session, job_id)]
         self._publish(requests)  # resume: whatever was queued may never have been delivered
+        self.confirmation = Confirmation(self)
 
     # -- one round --------------------------------------------------------------------------
     def step(self) -> bool:
@@ -124,12 +118,10 @@ class JobDriver:
                 stale = repo.stale_workers(session, silent_since)
             requeued, lost = repo.expire_leases(session, self.job_id, self.spec.max_attempts,
                                                 stale)
-            if self.republish_s is not None:
-                cut = utcnow() - dt.timedelta(seconds=self.republish_s)
-                requests = [self._request(t, session)
-                            for t in repo.unpublished_or_stale(session, self.job_id, cut)]
-            else:
-                requests = [self._request(t, session) for t in requeued]
+            cut = None if self.republish_s is None else \
+                utcnow() - dt.timedelta(seconds=self.republish_s)
+            requests = [self._request(t, session)
+                        for t in repo.unpublished_or_stale(session, self.job_id, cut)]
         for t in requeued:
             log.warning("trial %s: worker vanished; requeued as attempt %s", t.id, t.attempt)
         self._publish(requests)
@@ -158,13 +150,19 @@ class JobDriver:
             # Untold trials (in flight, or finished since _collect) hold their budget slot.
             pending = repo.count_untold(session, problem.id)
             reason = "cancelled" if cancelled else self._stop_reason(run, fresh)
-            if reason is not None and pending == 0:
-                repo.update_problem(session, problem.id, status="done", stop_reason=reason,
-                                    finished_at=utcnow())
-                return False
         if reason is None:
             self._fill(run, fresh, pending)
-        return True
+            return True
+        if pending > 0:
+            return True
+        if not cancelled and self.confirmation.in_progress(fresh):
+            return True
+        with self.sessions.begin() as session:
+            note = self.confirmation.conclude(session, fresh)
+            repo.update_problem(session, problem.id, status="done",
+                                stop_reason=reason + (f"; {note}" if note else ""),
+                                finished_at=utcnow())
+        return False
 
     # -- collect ------------------------------------------------------------------------------
     def _collect(self, run: _ProblemRun) -> None:
@@ -180,6 +178,8 @@ class JobDriver:
                 fraction = t.fraction if t.status == TrialStatus.OK else None
                 run.proposer.tell(t.number, fraction)
                 repo.mark_told(session, t.id)
+                if t.status == TrialStatus.INVALID and t.static_status is not None:
+                    run.free_streak += 1  # failed its static check: proposed, never measured
                 if t.duplicate_of is None and t.status not in NOT_COUNTED:
                     problem.measured += 1
                     if fraction is not None and (problem.best_fraction is None
@@ -193,7 +193,8 @@ class JobDriver:
                 self.on_told(t)
 
     def _offer_best(self, session: so.Session, problem: Problem, t: Trial) -> None:
-        if t.fraction is None or t.median_ms is None:
+        """Offer a new best of the search to the best-config table (never a prediction)."""
+        if t.fraction is None or t.median_ms is None or self.spec.backend.startswith("model:"):
             return
         repo.offer_best(
             session, kernel=self.kernel.name, problem=problem.problem,
@@ -201,7 +202,7 @@ class JobDriver:
             dtype=self.spec.dtype, device_kind=t.device_kind or self.spec.device_kind,
             backend=self.spec.backend, config=t.config, fraction=t.fraction,
             median_ms=t.median_ms, trial_id=t.id, job_id=self.job_id,
-            fingerprint=fingerprint(self.source_hash, self.space_hash, t))
+            fingerprint=self.fingerprint_of(t))
 
     # -- stop rules ---------------------------------------------------------------------------
     def _stop_reason(self, run: _ProblemRun, problem: Problem) -> str | None:
@@ -221,6 +222,8 @@ class JobDriver:
             elapsed = (utcnow() - problem.started_at).total_seconds()
             if elapsed >= budget.wall_s:
                 return f"time budget of {budget.wall_s:g} s spent"
+        if run.exhausted:
+            return "the search has no unmeasured valid config left"
         if run.free_streak >= MAX_FREE_STREAK:
             return f"sampler proposed {run.free_streak} invalid or repeated configs in a row"
         return None
@@ -238,12 +241,19 @@ class JobDriver:
         while wanted > 0 and proposals < MAX_PROPOSALS_PER_STEP \
                 and run.free_streak < MAX_FREE_STREAK:
             proposals += 1
-            if self._propose(run):
+            sent = self._propose(run)
+            if sent is None:  # the search has nothing left to propose
+                run.exhausted = True
+                return
+            if sent:
                 wanted -= 1
 
-    def _propose(self, run: _ProblemRun) -> bool:
-        """Ask once; True if a config was sent to a device, False for a free proposal."""
+    def _propose(self, run: _ProblemRun) -> bool | None:
+        """Ask once; True if a config was sent to a device, False for a free proposal, None
+        when the search has nothing left to propose."""
         asked = run.proposer.ask()
+        if asked is None:
+            return None
         config = asked.config
         config_hash = stable_hash(config)
         violations = self.kernel.space.violations(config, run.ctx)
@@ -258,7 +268,9 @@ class JobDriver:
             else:
                 original = repo.first_trial_with_config(session, run.problem_id, config_hash)
                 if original is None:
-                    t = repo.add_trial(session, status=str(TrialStatus.QUEUED), **common)
+                    first = TrialStatus.CHECKING if self.spec.static_check else \
+                        TrialStatus.QUEUED
+                    t = repo.add_trial(session, status=str(first), **common)
                     request = self._request(t, session)
                 else:
                     t = repo.add_trial(session, told=True, told_at=utcnow(), **common,
@@ -271,7 +283,10 @@ class JobDriver:
         self._publish([request])
         return True
 
-    def _publish(self, requests: list[BenchmarkRequest]) -> None:
+    def fingerprint_of(self, t: Trial) -> dict[str, Any]:
+        return fingerprint(self.source_hash, self.space_hash, t)
+
+    def _publish(self, requests: list[BenchmarkRequest], mark: bool = True) -> None:
         """Hand requests to the queue and note when; stop at the first broker failure (the
         rest stay queued in the database and are published on a later round)."""
         sent: list[int] = []
@@ -283,7 +298,7 @@ class JobDriver:
                             len(requests) - len(sent))
                 break
             sent.append(request.trial_id)
-        if sent:
+        if sent and mark:
             with self.sessions.begin() as session:
                 repo.mark_published(session, sent)
 
@@ -292,23 +307,28 @@ class JobDriver:
         assert problem is not None
         values = dict(problem.problem)
         spec = self.spec
+        check = t.status == TrialStatus.CHECKING and spec.static_check is not None
         return BenchmarkRequest(
             trial_id=t.id, attempt=t.attempt, job_id=self.job_id, kernel=spec.kernel,
-            problem=values, dtype=spec.dtype, params=dict(t.config), backend=spec.backend,
-            device_kind=spec.device_kind, seed=spec.seed if spec.seed is not None else 0,
-            timing=spec.timing, compile_timeout_s=spec.compile_timeout_s,
-            run_timeout_s=spec.run_timeout_s)
+            problem=values, dtype=spec.dtype, params=dict(t.config),
+            backend=f"compile:{spec.static_check}" if check else spec.backend,
+            device_kind=str(spec.static_check) if check else spec.device_kind,
+            seed=spec.seed if spec.seed is not None else 0, timing=spec.timing,
+            compile_timeout_s=spec.compile_timeout_s, run_timeout_s=spec.run_timeout_s,
+            mode="check" if check else "bench", kernel_hash=self.source_hash,
+            problem_id=t.problem_id)
 
     def _run_for(self, problem: Problem) -> _ProblemRun:
         run = self._runs.get(problem.id)
         if run is None:
-            proposer = OptunaProposer(self.kernel.space, self.spec.sampler, self.spec.seed)
+            ctx = problem_context(self.kernel, self.spec, dict(problem.problem))
+            proposer = make_proposer(self.spec.sampler, self.kernel.space, ctx, self.spec.seed,
+                                     model_prior(self.kernel, self.spec, dict(problem.problem)))
             with self.sessions() as session:
                 history = [Told(t.number, dict(t.config), t.told, t.fraction
                                 if t.status == TrialStatus.OK else None)
                            for t in repo.trials_of_problem(session, problem.id)]
             proposer.rebuild(history)
-            ctx = problem_context(self.kernel, self.spec, dict(problem.problem))
             run = _ProblemRun(problem.id, dict(problem.problem), proposer, ctx)
             self._runs[problem.id] = run
         return run

@@ -16,9 +16,10 @@ import sqlalchemy.orm as so
 from db import repository as repo
 from search_spaces import Context
 from tuner.devices import CPU_KIND
+from tuner.devices import DEVICES
 from tuner.devices import target_limits
 from tuner.kernels import KernelSpec
-from tuner.study import SAMPLERS
+from tuner.search import SEARCHES
 from tuner.study import create_study_record
 from tuner.types import JobSpec
 from tuner.types import problem_key
@@ -44,8 +45,13 @@ def validate(spec: JobSpec, kernel: KernelSpec) -> list[str]:
     if not spec.problems:
         errors.append("no problem given (e.g. --shape " + ",".join(
             f"{d}={v}" for d, v in (kernel.example_problem or {}).items()) + ")")
-    if spec.sampler not in SAMPLERS:
-        errors.append(f"unknown sampler {spec.sampler!r} (choose from {', '.join(SAMPLERS)})")
+    if spec.sampler not in SEARCHES:
+        errors.append(f"unknown sampler {spec.sampler!r} (choose from {', '.join(SEARCHES)})")
+    if spec.static_check is not None and spec.static_check not in DEVICES:
+        errors.append(f"cannot statically check for {spec.static_check!r}: not a GPU kind of "
+                      f"the device table ({', '.join(DEVICES)})")
+    if spec.confirm_top < 0:
+        errors.append("--confirm-top must be 0 (off) or more")
     if spec.budget.trials < 1:
         errors.append("the trial budget must be at least 1")
     if spec.budget.wall_s is not None and spec.budget.wall_s <= 0:

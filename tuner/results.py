@@ -13,6 +13,7 @@ from typing import Any
 import sqlalchemy.orm as so
 
 from db import repository as repo
+from db.models import Trial
 from tuner.roofline import score
 from tuner.types import BenchmarkRequest
 from tuner.types import Measurement
@@ -42,3 +43,15 @@ def record_measurement(session: so.Session, request: BenchmarkRequest,
                        m: Measurement) -> bool:
     """Store ``m`` for ``request``'s trial and attempt; True if this call stored it."""
     return repo.store_result(session, request.trial_id, request.attempt, result_values(m))
+
+
+def fingerprint(job_kernel_hash: str, space_hash: str, t: Trial) -> dict[str, Any]:
+    """Everything that can change the answer (DESIGN.md decision 10)."""
+    prov = t.provenance or {}
+    return {
+        "kernel_source_hash": job_kernel_hash, "space_hash": space_hash,
+        "device_kind": t.device_kind, "device_name": prov.get("device_name"),
+        "compute_capability": prov.get("compute_capability"), "triton": prov.get("triton"),
+        "torch": prov.get("torch"), "cuda": prov.get("cuda"), "driver": prov.get("driver"),
+        "backend": prov.get("backend"),
+    }

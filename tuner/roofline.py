@@ -80,6 +80,8 @@ def score(m: Measurement) -> Score | None:
     if m.flops is not None and m.min_bytes and m.compute_dtype:
         sheet = datasheet_ceilings(m.device_kind or "")
         basis_ceilings, basis = (sheet, "datasheet") if sheet else (measured, "measured")
+        if m.predicted:
+            basis = "predicted"
         if basis_ceilings is not None:
             r = roof(m.flops, m.min_bytes, basis_ceilings.peak(m.compute_dtype),
                      basis_ceilings.bandwidth_gbps)

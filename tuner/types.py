@@ -21,12 +21,15 @@ from typing import Any
 
 
 class TrialStatus(StrEnum):
-    """Where a trial is in its life. The first two are transient; the rest are final.
+    """Where a trial is in its life. The first three are transient; the rest are final.
 
-    ``invalid`` trials violate a static constraint and never reach a device; ``lost`` trials
-    had their worker vanish more often than the attempt cap allows.
+    ``checking``: being compiled for the target without a GPU (static check) before it may be
+    queued; ``invalid`` trials violate a static constraint or fail the static check and never
+    reach a device; ``lost`` trials had their worker vanish more often than the attempt cap
+    allows.
     """
 
+    CHECKING = "checking"
     QUEUED = "queued"
     RUNNING = "running"
     OK = "ok"
@@ -41,7 +44,7 @@ class TrialStatus(StrEnum):
 
     @property
     def is_final(self) -> bool:
-        return self not in (TrialStatus.QUEUED, TrialStatus.RUNNING)
+        return self not in (TrialStatus.CHECKING, TrialStatus.QUEUED, TrialStatus.RUNNING)
 
 
 #: Statuses a benchmark can report (the others are decided by the service, not a device).
@@ -104,6 +107,12 @@ class BenchmarkRequest(JsonRecord):
     timing: TimingSettings = field(default_factory=TimingSettings)
     compile_timeout_s: float = 120.0
     run_timeout_s: float = 60.0
+    #: ``bench`` measures; ``check`` compiles for ``device_kind`` without running (backend
+    #: ``compile:<kind>``); ``confirm`` re-times ``finalists`` interleaved.
+    mode: str = "bench"
+    finalists: list[dict[str, Any]] | None = None
+    kernel_hash: str = ""
+    problem_id: int = 0
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -157,6 +166,8 @@ class Measurement(JsonRecord):
     ceilings: dict[str, Any] | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
     recorded_best_ms: float | None = None
+    #: True for an analytic prediction (``model:`` backend): never a measurement.
+    predicted: bool = False
 
     @classmethod
     def failure(cls, status: TrialStatus, error: str, **extra: Any) -> Measurement:
@@ -178,14 +189,42 @@ def _finite_positive(x: float | None) -> bool:
 
 
 @dataclass(frozen=True)
+class StaticResult(JsonRecord):
+    """A config compiled for a GPU target without running it (``workers.static_check``).
+
+    ``status``: ``ok``; ``out_of_resources`` (more shared memory than a block may have: it
+    cannot launch); ``spills`` (ptxas spilled registers to local memory); or the status of a
+    compile failure. Sizes in bytes; ``regs`` per thread.
+    """
+
+    status: str
+    target: str
+    regs: int | None = None
+    spill_bytes: int | None = None
+    smem_bytes: int | None = None
+    smem_limit: int | None = None
+    compile_s: float | None = None
+    error: str | None = None
+
+    @property
+    def launchable(self) -> bool:
+        return self.status == "ok"
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> StaticResult:
+        return cls(**{k: v for k, v in data.items() if k in cls.field_names()})
+
+
+@dataclass(frozen=True)
 class Score(JsonRecord):
     """A measurement against its roofline.
 
     ``roof_ms = max(flops / peak, min_bytes / bandwidth)``; ``fraction = roof_ms / measured_ms``
     against the datasheet (or, for a device without one, its measured ceilings);
     ``fraction_measured`` against the worker's calibrated ceilings when known. ``basis`` says
-    which roofline ``fraction`` used: ``datasheet``, ``measured`` or ``recorded-best`` (replay
-    data: the fastest recorded time of the whole space stands in for the roof).
+    which roofline ``fraction`` used: ``datasheet``, ``measured``, ``predicted`` (a model's
+    prediction against the datasheet, never a measurement) or ``recorded-best`` (replay data:
+    the fastest recorded time of the whole space stands in for the roof).
     """
 
     measured_ms: float
@@ -220,7 +259,7 @@ class JobSpec(JsonRecord):
     dtype: str
     backend: str
     device_kind: str
-    sampler: str = "tpe"
+    sampler: str = "auto"
     seed: int | None = None
     budget: Budget = field(default_factory=Budget)
     parallel: int = 1
@@ -229,6 +268,12 @@ class JobSpec(JsonRecord):
     run_timeout_s: float = 60.0
     max_attempts: int = 3
     idempotency_key: str | None = None
+    #: Device kind whose compiler statically checks every config before it is measured
+    #: (registers, spills, shared memory), e.g. ``h100-sxm``; ``None``: no static check.
+    static_check: str | None = None
+    #: Re-time the top ``confirm_top`` configs interleaved before declaring the winner
+    #: (0 or 1: no confirmation).
+    confirm_top: int = 3
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

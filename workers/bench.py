@@ -13,6 +13,7 @@ with ``fatal=True`` so the process exits and is replaced.
 
 from __future__ import annotations
 
+import functools
 import time
 import traceback
 from collections.abc import Callable
@@ -130,3 +131,33 @@ def run_request(device: BenchDevice, request: BenchmarkRequest, roots: tuple[Pat
         fatal = device.is_fatal(exc)
         return Outcome(Measurement.failure(status, f"[{phase}] {_error_text(exc)}",
                                            **base, **counts), fatal=fatal)
+
+
+def run_confirmation(device: BenchDevice, request: BenchmarkRequest,
+                     roots: tuple[Path, ...]) -> dict[str, Any]:
+    """Re-time ``request.finalists`` interleaved on one set of inputs.
+
+    Returns ``{"timings": [{"trial_id", "median_ms", "n"}, …]}``, or ``{"error": …}`` when a
+    finalist no longer runs (it passed its correctness check when it was measured).
+    """
+    finalists = request.finalists or []
+    try:
+        kernel = load_kernel(request.kernel, roots)
+        tensors = kernel.make_inputs(request.problem, request.dtype, request.seed,
+                                     device.torch_device)
+        calls: list[Callable[[], object]] = []
+        for finalist in finalists:
+            call = functools.partial(kernel.launch, tensors, request.problem,
+                                     dict(finalist["params"]))
+            call()  # compiled (cached by Triton) and warm
+            calls.append(call)
+        device.sync()
+        samples = device.time_interleaved(calls, request.timing)
+    except Exception as exc:
+        return {"error": _error_text(exc), "fatal": device.is_fatal(exc)}
+    timings = []
+    for finalist, times in zip(finalists, samples, strict=True):
+        stats = summarise(times)
+        timings.append({"trial_id": int(finalist["trial_id"]), "median_ms": stats.median_ms,
+                        "n": stats.n})
+    return {"timings": timings}

@@ -8,6 +8,10 @@ reserved for the protocol: anything the kernel prints goes to stderr):
 * ``{"type": "bench", "request": {...}}`` → ``{"event": "compiled", "compile_s": …}`` then
   ``{"event": "result", "measurement": {...}, "fatal": bool}``; after a fatal result the
   process exits (a sticky CUDA error poisons the context);
+* ``{"type": "confirm", "request": {...}}`` → ``{"event": "confirmed", "timings": [...]}``:
+  the request's finalists re-timed interleaved (``workers.bench.run_confirmation``);
+* ``{"type": "check", "request": {...}}`` (backend ``compile:<device kind>``) →
+  ``{"event": "checked", "result": {...}}``: a static check, compiled for the target only;
 * ``{"type": "ping"}`` → ``{"event": "pong"}``; ``{"type": "exit"}`` or EOF → exit 0.
 """
 
@@ -44,6 +48,13 @@ def main(argv: list[str] | None = None) -> int:
         from workers.bench import run_request
         from workers.devices import make_device
 
+        if args.backend.startswith("compile:"):
+            from workers.static_check import CompileDevice
+
+            compiler = CompileDevice(args.backend.split(":", 1)[1])
+            _send(proto, {"event": "ready", "device": compiler.describe(), "ceilings": {},
+                          "pid": os.getpid()})
+            return _serve_checks(proto, compiler, tuple(args.kernel_root))
         device = make_device(args.backend, args.cache_dir)
         _send(proto, {"event": "ready", "device": device.describe(),
                       "ceilings": device.ceilings(), "pid": os.getpid()})
@@ -66,6 +77,15 @@ def main(argv: list[str] | None = None) -> int:
         if kind == "ping":
             _send(proto, {"event": "pong"})
             continue
+        if kind == "confirm":
+            from workers.bench import run_confirmation
+
+            confirmed = run_confirmation(device, BenchmarkRequest.from_json(message["request"]),
+                                         roots)
+            _send(proto, {"event": "confirmed", **confirmed})
+            if confirmed.get("fatal"):
+                return 3
+            continue
         if kind != "bench":
             _send(proto, {"event": "error", "error": f"unknown message type {kind!r}"})
             continue
@@ -77,6 +97,23 @@ def main(argv: list[str] | None = None) -> int:
                       "fatal": outcome.fatal})
         if outcome.fatal:
             return 3
+    return 0
+
+
+def _serve_checks(proto: IO[str], compiler: Any, roots: tuple[Path, ...]) -> int:
+    from tuner.types import BenchmarkRequest
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        if message.get("type") == "exit":
+            return 0
+        if message.get("type") != "check":
+            _send(proto, {"event": "error", "error": "a compile process only checks"})
+            continue
+        result = compiler.check(BenchmarkRequest.from_json(message["request"]), roots)
+        _send(proto, {"event": "checked", "result": result.to_json()})
     return 0
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from tuner.types import BenchmarkRequest
 from tuner.types import Measurement
+from tuner.types import StaticResult
 from tuner.types import TrialStatus
 
 #: Environment variables the bench process must not see (user kernels run there).
@@ -180,6 +181,58 @@ class BenchProcess:
         return f"bench process {what}" + (f"; stderr tail:\n{tail}" if tail else "")
 
     # -- one request ----------------------------------------------------------------------------
+    def check(self, request: BenchmarkRequest) -> StaticResult:
+        """Static check of ``request`` in a ``compile:<kind>`` process (compile timeout)."""
+        with self._lock:
+            target = self.backend.split(":", 1)[-1]
+            if self.pid is None:
+                self.start()
+            assert self._proc is not None and self._proc.stdin is not None
+            try:
+                self._proc.stdin.write(json.dumps({"type": "check",
+                                                   "request": request.to_json()}) + "\n")
+                self._proc.stdin.flush()
+                event = self._next_event(request.compile_timeout_s)
+            except TimeoutError:
+                self.kill()
+                return StaticResult(status="timeout", target=target,
+                                    error=f"compile exceeded {request.compile_timeout_s:g} s")
+            except OSError:
+                event = None
+            if event is None or event.get("event") != "checked":
+                reason = self._exit_reason()
+                self.kill()
+                return StaticResult(status="crashed", target=target, error=reason)
+            return StaticResult.from_json(event["result"])
+
+    def confirm(self, request: BenchmarkRequest) -> dict[str, Any]:
+        """Re-time the request's finalists interleaved; ``{"timings": …}`` or ``{"error": …}``.
+
+        The deadline is both timeouts per finalist."""
+        with self._lock:
+            if self.pid is None:
+                self.start()
+            assert self._proc is not None and self._proc.stdin is not None
+            deadline = (request.compile_timeout_s + request.run_timeout_s) * max(
+                1, len(request.finalists or []))
+            try:
+                self._proc.stdin.write(json.dumps({"type": "confirm",
+                                                   "request": request.to_json()}) + "\n")
+                self._proc.stdin.flush()
+                event = self._next_event(deadline)
+            except TimeoutError:
+                self.kill()
+                return {"error": f"confirmation exceeded {deadline:g} s"}
+            except OSError:
+                event = None
+            if event is None or event.get("event") != "confirmed":
+                reason = self._exit_reason()
+                self.kill()
+                return {"error": reason}
+            if event.get("fatal"):
+                self.kill()
+            return {k: v for k, v in event.items() if k in ("timings", "error")}
+
     def run(self, request: BenchmarkRequest) -> Measurement:
         """Measure ``request``; every failure (crash, hang, bad output) is a ``Measurement``."""
         with self._lock:

@@ -90,7 +90,10 @@ def configure(settings: Settings) -> Celery:
 
 
 def queue_for(request: BenchmarkRequest) -> str:
-    """``bench.<gpu kind>`` for GPU trials, ``cpu`` for everything that needs no GPU."""
+    """``bench.<gpu kind>`` for GPU trials (and their confirmation), ``cpu`` for everything
+    that needs no GPU: the interpreter, replays, static checks."""
+    if request.mode == "check":
+        return CPU_QUEUE
     if request.backend == "cuda" or request.backend.startswith("cuda:"):
         return f"bench.{request.device_kind}"
     return CPU_QUEUE

@@ -23,6 +23,8 @@ from tuner.types import TimingSettings
 from workers.calibrate import cached_ceilings
 from workers.timing import time_cpu
 from workers.timing import time_cuda
+from workers.timing import time_interleaved_cpu
+from workers.timing import time_interleaved_cuda
 
 #: Substrings of CUDA errors after which the context cannot be used again.
 STICKY_CUDA_ERRORS = (
@@ -42,6 +44,9 @@ class BenchDevice(Protocol):
     def sync(self) -> None: ...
 
     def time(self, fn: Callable[[], object], settings: TimingSettings) -> list[float]: ...
+
+    def time_interleaved(self, fns: list[Callable[[], object]],
+                         settings: TimingSettings) -> list[list[float]]: ...
 
     def trial_provenance(self) -> dict[str, Any]: ...
 
@@ -91,6 +96,10 @@ class CpuDevice:
     def time(self, fn: Callable[[], object], settings: TimingSettings) -> list[float]:
         return time_cpu(fn, settings)
 
+    def time_interleaved(self, fns: list[Callable[[], object]],
+                         settings: TimingSettings) -> list[list[float]]:
+        return time_interleaved_cpu(fns, settings)
+
     def trial_provenance(self) -> dict[str, Any]:
         return {}
 
@@ -133,6 +142,10 @@ class CudaDevice:
 
     def time(self, fn: Callable[[], object], settings: TimingSettings) -> list[float]:
         return time_cuda(fn, settings, self._flush if settings.flush_l2 else None)
+
+    def time_interleaved(self, fns: list[Callable[[], object]],
+                         settings: TimingSettings) -> list[list[float]]:
+        return time_interleaved_cuda(fns, settings, self._flush if settings.flush_l2 else None)
 
     def trial_provenance(self) -> dict[str, Any]:
         return self._nvml.snapshot()

@@ -10,8 +10,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from dataclasses import dataclass
-from dataclasses import field
 from typing import Any
 
 import redis
@@ -22,8 +20,7 @@ from db.session import session_factory
 from tuner.settings import Settings
 from tuner.types import BenchmarkRequest
 from tuner.types import Measurement
-from workers.backends.base import Backend
-from workers.backends.base import make_backend
+from workers.backends.pool import BackendPool
 from workers.celery_app import BENCH_TASK
 from workers.celery_app import app
 from workers.worker import TrialWorker
@@ -35,37 +32,6 @@ DONE_CHANNEL = "tuner:trial-done"
 
 ENV_DEVICE = "TUNER_WORKER_DEVICE"
 ENV_NAME = "TUNER_WORKER_NAME"
-
-
-@dataclass
-class BackendPool:
-    """The backends one worker process can run: its GPU, or the interpreter and replays."""
-
-    device: str
-    settings: Settings
-    backends: dict[str, Backend] = field(default_factory=dict)
-
-    def key(self, request: BenchmarkRequest) -> str:
-        wants_gpu = request.backend == "cuda" or request.backend.startswith("cuda:")
-        if wants_gpu and not self.device.startswith("cuda"):
-            raise RuntimeError(f"a GPU trial reached the {self.device} worker")
-        if self.device.startswith("cuda") and not wants_gpu:
-            raise RuntimeError(f"a {request.backend} trial reached the GPU worker {self.device}")
-        return self.device if wants_gpu else request.backend
-
-    def backend_for(self, request: BenchmarkRequest) -> Backend:
-        key = self.key(request)
-        backend = self.backends.get(key)
-        if backend is None:
-            backend = make_backend(key, cache_dir=self.settings.cache_dir,
-                                   kernel_roots=self.settings.kernel_roots)
-            self.backends[key] = backend
-        return backend
-
-    def close(self) -> None:
-        for backend in self.backends.values():
-            backend.close()
-        self.backends.clear()
 
 
 class _Runtime:

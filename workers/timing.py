@@ -120,3 +120,48 @@ def time_cuda(fn: Callable[[], object], settings: TimingSettings,
         ends[i].record()
     torch.cuda.synchronize()
     return [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
+
+
+def rounds_for(estimates_ms: list[float], settings: TimingSettings) -> int:
+    """Rounds of an interleaved measurement: ``rep_ms`` over the time of one round."""
+    return repetitions(sum(estimates_ms), settings)[1]
+
+
+def time_interleaved_cpu(fns: list[Callable[[], object]],
+                         settings: TimingSettings) -> list[list[float]]:
+    """Samples (ms) of each function, timed round-robin: f0 f1 f2 f0 f1 f2 …"""
+    estimates = []
+    for fn in fns:
+        start = time.perf_counter()
+        fn()
+        estimates.append((time.perf_counter() - start) * 1e3)
+    samples: list[list[float]] = [[] for _ in fns]
+    for _ in range(rounds_for(estimates, settings)):
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            fn()
+            samples[i].append((time.perf_counter() - start) * 1e3)
+    return samples
+
+
+def time_interleaved_cuda(fns: list[Callable[[], object]], settings: TimingSettings,
+                          flush_buffer: torch.Tensor | None) -> list[list[float]]:
+    """CUDA-event samples (ms) of each function, round-robin, L2 flushed before every call."""
+    import torch
+
+    estimates = [statistics.median(time_cuda(fn, TimingSettings(
+        warmup_ms=settings.warmup_ms, rep_ms=0, min_reps=3, max_reps=3), flush_buffer))
+        for fn in fns]
+    n = rounds_for(estimates, settings)
+    events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+               for _ in range(n)] for _ in fns]
+    for r in range(n):
+        for i, fn in enumerate(fns):
+            if flush_buffer is not None:
+                flush_buffer.zero_()
+            start, end = events[i][r]
+            start.record()
+            fn()
+            end.record()
+    torch.cuda.synchronize()
+    return [[s.elapsed_time(e) for s, e in per] for per in events]

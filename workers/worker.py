@@ -14,14 +14,18 @@ import os
 import socket
 import traceback
 from collections.abc import Callable
+from typing import Any
 
 import sqlalchemy.orm as so
 
 from db import repository as repo
+from db.models import utcnow
 from db.retry import retry_db
+from search_spaces import stable_hash
 from tuner.results import record_measurement
 from tuner.types import BenchmarkRequest
 from tuner.types import Measurement
+from tuner.types import StaticResult
 from tuner.types import TrialStatus
 from workers.backends.base import Backend
 
@@ -54,12 +58,6 @@ class TrialWorker:
         self.on_recorded = on_recorded
         self._close = close
 
-    @classmethod
-    def single(cls, backend: Backend, sessions: so.sessionmaker[so.Session],
-               name: str | None = None) -> TrialWorker:
-        """A worker with one backend (the inline queue: one bench process per thread)."""
-        return cls(lambda _request: backend, sessions, name, close=backend.close)
-
     def claim(self, request: BenchmarkRequest) -> bool:
         def attempt() -> bool:
             with self.sessions.begin() as session:
@@ -79,6 +77,12 @@ class TrialWorker:
         return retry_db(attempt, deadline_s=RECORD_DEADLINE_S, what="recording a result")
 
     def handle(self, request: BenchmarkRequest) -> None:
+        if request.mode == "check":
+            self.handle_check(request)
+            return
+        if request.mode == "confirm":
+            self.handle_confirm(request)
+            return
         if not self.claim(request):
             log.info("trial %s attempt %s is no longer queued; dropped", request.trial_id,
                      request.attempt)
@@ -94,6 +98,69 @@ class TrialWorker:
         elif self.on_recorded is not None:
             self.on_recorded(request, measurement)
 
+    def handle_check(self, request: BenchmarkRequest) -> None:
+        """Compile the config for its target (or find the cached result) and move the trial
+        from ``checking`` to ``queued`` or ``invalid``."""
+        key = static_key(request)
+
+        def cached() -> dict[str, Any] | None:
+            with self.sessions() as session:
+                return repo.cached_static(session, key)
+
+        found = retry_db(cached, deadline_s=CLAIM_DEADLINE_S, what="reading the check cache")
+        if found is not None:
+            result = StaticResult.from_json(found)
+        else:
+            result = self.backend_for(request).check(request)
+        values: dict[str, Any] = {
+            "static_status": result.status, "static_regs": result.regs,
+            "static_spill_bytes": result.spill_bytes, "static_smem_bytes": result.smem_bytes}
+        if result.launchable:
+            values["status"] = str(TrialStatus.QUEUED)
+        else:
+            values.update(status=str(TrialStatus.INVALID), finished_at=utcnow(),
+                          error=f"static check for {request.device_kind} ({result.target}): "
+                                f"{result.status}: {result.error}")
+
+        def store() -> bool:
+            with self.sessions.begin() as session:
+                if found is None and result.status not in ("timeout", "crashed"):
+                    repo.cache_static(session, key, result.target, result.to_json())
+                return repo.finish_check(session, request.trial_id, request.attempt, values)
+
+        if retry_db(store, deadline_s=RECORD_DEADLINE_S, what="recording a static check") \
+                and self.on_recorded is not None:
+            self.on_recorded(request, Measurement(status=str(TrialStatus.COMPILE_ERROR)))
+
+    def handle_confirm(self, request: BenchmarkRequest) -> None:
+        """Re-time the finalists interleaved and store their medians (once per attempt)."""
+        outcome = self.backend_for(request).confirm(request)
+        if "timings" not in outcome:
+            log.warning("confirmation of problem %s failed: %s", request.problem_id,
+                        str(outcome.get("error"))[:500])
+            return
+        timings = [(int(t["trial_id"]), float(t["median_ms"]), int(t["n"]))
+                   for t in outcome["timings"]]
+
+        def store() -> bool:
+            with self.sessions.begin() as session:
+                return repo.finish_confirmation(session, request.problem_id, request.attempt,
+                                                timings)
+
+        if retry_db(store, deadline_s=RECORD_DEADLINE_S, what="recording a confirmation") \
+                and self.on_recorded is not None:
+            self.on_recorded(request, Measurement(status=str(TrialStatus.OK)))
+
     def close(self) -> None:
         if self._close is not None:
             self._close()
+
+
+def static_key(request: BenchmarkRequest) -> str:
+    """Everything that changes the compiled code of a config for a target."""
+    import triton
+
+    return stable_hash({"kernel": request.kernel, "source": request.kernel_hash,
+                        "problem": request.problem, "dtype": request.dtype,
+                        "params": request.params, "target": request.device_kind,
+                        "triton": triton.__version__})

@@ -24,6 +24,7 @@ from triton.runtime.interpreter import InterpretedFunction
 
 from search_spaces import DTYPE_BYTES
 from search_spaces.matmul import matmul_space
+from tuner.kernels.matmul_model import predict_ms
 from tuner.kernels.spec import KernelSpec
 from tuner.kernels.spec import Problem
 
@@ -142,4 +143,5 @@ MATMUL = KernelSpec(
     compute_dtype=compute_dtype,
     tensor_elements=largest_tensor,
     example_problem={"M": 512, "N": 512, "K": 512},
+    model=predict_ms,
 )

@@ -33,6 +33,8 @@ from search_spaces import stable_hash
 if TYPE_CHECKING:
     import torch
 
+    from tuner.devices import DeviceSpec
+
 Problem = Mapping[str, int]
 
 #: Largest size accepted for one problem dimension, and for the element count of one tensor
@@ -65,6 +67,10 @@ class KernelSpec:
     tensor_elements: Callable[[Problem], int] | None = None
     example_problem: Mapping[str, int] = field(default_factory=dict)
     max_dim: int = MAX_DIM
+    #: Optional analytic model: ``model(problem, dtype, config, device_spec, static) -> ms``,
+    #: a *prediction* (``model:<gpu>`` backend, and the search's prior on GPU jobs).
+    model: Callable[[Problem, str, Mapping[str, Any], DeviceSpec, Mapping[str, Any] | None],
+                    float] | None = None
 
     def problem_errors(self, problem: Mapping[str, Any]) -> list[str]:
         """Why ``problem`` cannot be tuned (empty when it can)."""

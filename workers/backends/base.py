@@ -2,7 +2,8 @@
 
 A backend turns a ``BenchmarkRequest`` into a ``Measurement`` and never raises for a bad
 config: failures are statuses. ``describe`` returns what the worker announces about its device
-(name, kind, ceilings).
+(name, kind, ceilings). ``confirm`` re-times a request's finalists interleaved; ``check``
+compiles a config for a GPU target without running it (only ``compile:<kind>`` backends do).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Protocol
 
 from tuner.types import BenchmarkRequest
 from tuner.types import Measurement
+from tuner.types import StaticResult
 
 
 class Backend(Protocol):
@@ -22,6 +24,11 @@ class Backend(Protocol):
         """Get ready (spawn and calibrate); raises if the backend cannot run here."""
 
     def run(self, request: BenchmarkRequest) -> Measurement: ...
+
+    def confirm(self, request: BenchmarkRequest) -> dict[str, Any]:
+        """``{"timings": [{"trial_id", "median_ms", "n"}, …]}`` or ``{"error": …}``."""
+
+    def check(self, request: BenchmarkRequest) -> StaticResult: ...
 
     def describe(self) -> dict[str, Any]: ...
 
@@ -37,6 +44,13 @@ def make_backend(name: str, *, cache_dir: Path | None = None,
 
     if name.startswith("replay:"):
         return ReplayBackend(name)
+    if name.startswith("model:"):
+        from workers.backends.model import ModelBackend
+
+        return ModelBackend(name)
+    if name.startswith("compile:"):
+        return SubprocessBackend(name, cache_dir=cache_dir, kernel_roots=kernel_roots)
     if name == "interpret" or name == "cuda" or name.startswith("cuda:"):
         return SubprocessBackend(name, cache_dir=cache_dir, kernel_roots=kernel_roots)
-    raise ValueError(f"unknown backend {name!r} (interpret, cuda[:N] or replay:<file>)")
+    raise ValueError(f"unknown backend {name!r} (interpret, cuda[:N], replay:<file>, "
+                     "model:<gpu kind> or compile:<gpu kind>)")

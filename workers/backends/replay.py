@@ -17,6 +17,7 @@ from tuner.devices import normalise_device_name
 from tuner.kernels.recorded import recording_of
 from tuner.types import BenchmarkRequest
 from tuner.types import Measurement
+from tuner.types import StaticResult
 from tuner.types import TrialStatus
 from workers.timing import summarise
 
@@ -81,6 +82,21 @@ class ReplayBackend:
             compile_s=float(compile_ms) / 1e3 if isinstance(compile_ms, int | float) else None,
             **base,
         )
+
+    def confirm(self, request: BenchmarkRequest) -> dict[str, Any]:
+        """Recorded data has no noise to confirm against: the recorded times come back."""
+        timings = []
+        for finalist in request.finalists or []:
+            m = self.run(BenchmarkRequest.from_json({**request.to_json(),
+                                                     "params": finalist["params"]}))
+            if m.median_ms is None:
+                return {"error": m.error or "a finalist has no recorded time"}
+            timings.append({"trial_id": int(finalist["trial_id"]), "median_ms": m.median_ms,
+                            "n": m.n})
+        return {"timings": timings}
+
+    def check(self, request: BenchmarkRequest) -> StaticResult:
+        return StaticResult(status="crashed", target="", error="replay does not compile")
 
     def close(self) -> None:
         return None

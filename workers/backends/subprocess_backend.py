@@ -1,4 +1,7 @@
-"""``interpret`` and ``cuda[:N]``: real kernels, measured in an isolated bench process."""
+"""``interpret``, ``cuda[:N]`` and ``compile:<kind>``: real kernels in an isolated process.
+
+The first two measure; ``compile:<kind>`` only statically checks configs for that GPU kind.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from typing import Any
 
 from tuner.types import BenchmarkRequest
 from tuner.types import Measurement
+from tuner.types import StaticResult
 from workers.bench_process import BenchProcess
 
 
@@ -23,6 +27,15 @@ class SubprocessBackend:
 
     def run(self, request: BenchmarkRequest) -> Measurement:
         return self.process.run(request)
+
+    def confirm(self, request: BenchmarkRequest) -> dict[str, Any]:
+        return self.process.confirm(request)
+
+    def check(self, request: BenchmarkRequest) -> StaticResult:
+        if not self.name.startswith("compile:"):
+            return StaticResult(status="crashed", target="",
+                                error=f"the {self.name} backend does not check statically")
+        return self.process.check(request)
 
     def describe(self) -> dict[str, Any]:
         return {**self.process.device, "ceilings": self.process.ceilings,

@@ -1,0 +1,95 @@
+"""Confirmation: re-time the top configs of a problem interleaved before declaring a winner.
+
+Noise reorders close configs (DESIGN.md decision 6): the best of one pass may be second-best
+the next. When a problem's search stops, its ``confirm_top`` best measured configs go back to a
+worker in one request, which times them round-robin (A B C A B C …, so drift and heat hit
+them alike) and reports each one's median. The winner is the fastest re-timed config; its
+confirmed time and fraction are what the best-config table keeps. If the confirmation does not
+come back in time, the search's own ranking stands.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING
+
+import sqlalchemy.orm as so
+
+from db import repository as repo
+from db.models import Problem
+from db.models import utcnow
+from tuner.types import BenchmarkRequest
+from tuner.types import problem_hash
+
+if TYPE_CHECKING:
+    from tuner.driver import JobDriver
+
+CONFIRM_MARGIN_S = 120.0
+
+
+class Confirmation:
+    def __init__(self, driver: JobDriver) -> None:
+        self.driver = driver
+
+    def in_progress(self, problem: Problem) -> bool:
+        """Start the confirmation of a stopped problem, or say it is still running."""
+        spec = self.driver.spec
+        if spec.confirm_top < 2 or problem.confirm_status in ("done", "skipped"):
+            return False
+        if spec.backend.startswith(("replay:", "model:")):
+            return False  # recorded or predicted times have no noise to confirm against
+        sessions = self.driver.sessions
+        if problem.confirm_status == "pending":
+            deadline = (spec.compile_timeout_s + spec.run_timeout_s) * spec.confirm_top \
+                + CONFIRM_MARGIN_S
+            started = problem.confirm_started_at or utcnow()
+            if utcnow() - started < dt.timedelta(seconds=deadline):
+                return True
+            with sessions.begin() as session:
+                repo.update_problem(session, problem.id, confirm_status="skipped")
+            return False
+        with sessions.begin() as session:
+            top = list(repo.top_trials(session, problem.id, spec.confirm_top))
+            if len(top) < 2:
+                return False
+            attempt = problem.confirm_attempt + 1
+            repo.update_problem(session, problem.id, confirm_status="pending",
+                                confirm_attempt=attempt, confirm_started_at=utcnow())
+        request = BenchmarkRequest(
+            trial_id=top[0].id, attempt=attempt, job_id=self.driver.job_id,
+            kernel=spec.kernel, problem=dict(problem.problem), dtype=spec.dtype,
+            params=dict(top[0].config), backend=spec.backend, device_kind=spec.device_kind,
+            seed=spec.seed if spec.seed is not None else 0, timing=spec.timing,
+            compile_timeout_s=spec.compile_timeout_s, run_timeout_s=spec.run_timeout_s,
+            mode="confirm", finalists=[{"trial_id": t.id, "params": dict(t.config)}
+                                       for t in top],
+            kernel_hash=self.driver.source_hash, problem_id=problem.id)
+        self.driver._publish([request], mark=False)
+        return True
+
+    def conclude(self, session: so.Session, problem: Problem) -> str | None:
+        """Apply a finished confirmation: the fastest re-timed finalist becomes the best."""
+        if problem.confirm_status == "skipped":
+            return "confirmation did not come back in time: search ranking kept"
+        if problem.confirm_status != "done":
+            return None
+        finalists = [t for t in repo.trials_of_problem(session, problem.id)
+                     if t.confirm_ms is not None]
+        if not finalists:
+            return None
+        winner = min(finalists, key=lambda t: t.confirm_ms or float("inf"))
+        assert winner.confirm_ms is not None
+        fraction = winner.roof_ms / winner.confirm_ms if winner.roof_ms else winner.fraction
+        repo.update_problem(session, problem.id, best_trial_id=winner.id, best_fraction=fraction)
+        spec = self.driver.spec
+        if fraction is not None and not spec.backend.startswith("model:"):
+            repo.offer_best(
+                session, kernel=self.driver.kernel.name, problem=problem.problem,
+                problem_hash=problem_hash(problem.problem), problem_key=problem.problem_key,
+                dtype=spec.dtype, device_kind=winner.device_kind or spec.device_kind,
+                backend=spec.backend, config=winner.config, fraction=fraction,
+                median_ms=winner.confirm_ms, trial_id=winner.id, job_id=self.driver.job_id,
+                fingerprint=self.driver.fingerprint_of(winner), replace_from_job=True)
+        ranked = sorted(finalists, key=lambda t: t.confirm_ms or float("inf"))
+        order = ", ".join(f"#{t.number} {t.confirm_ms:.4g} ms" for t in ranked)
+        return f"top {len(finalists)} re-timed interleaved: {order}"

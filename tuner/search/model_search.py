@@ -1,0 +1,280 @@
+"""The default search (``auto``): model-guided, constraint-aware, never repeating itself.
+
+It proposes only configs that satisfy every static constraint of the problem (the valid set is
+enumerated up front, or sampled when it is huge), never proposes a config twice, and spends the
+budget in two phases:
+
+1. **Space-filling start**: the space's seed configs that are valid (e.g. Triton's tutorial
+   list), then greedy maximin points in feature space, ``n_init`` in all;
+2. **Model-guided**: a Gaussian process on log(roofline fraction) over every measured config
+   (failed configs enter at the worst value seen, so the model learns to avoid their region)
+   ranks the unmeasured valid configs by expected improvement. Configs still in flight are
+   fantasised at their predicted value (kriging believer), so several proposals in a row
+   spread out instead of piling onto one point.
+
+Measured: ``benchmarks/search_efficiency.py`` (README, "Search quality").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Sequence
+
+import numpy as np
+
+from search_spaces import Config
+from search_spaces import Context
+from search_spaces import SearchSpace
+from search_spaces import canonical_json
+from tuner.search.encoding import Encoder
+from tuner.search.gp import GaussianProcess
+from tuner.search.gp import expected_improvement
+from tuner.study import Asked
+from tuner.study import Told
+
+MAX_CANDIDATES = 50_000
+REFIT_EVERY = 8
+#: Candidates scored by the model per proposal: a uniform sample plus the NEIGHBOURS nearest
+#: to each of the TOP_K best measured configs.
+MAX_SCORED = 4000
+SOFT_PICKS = 12
+TOP_K = 5
+NEIGHBOURS = 100
+
+
+def _key(config: Config) -> str:
+    return canonical_json(config)
+
+
+def valid_candidates(space: SearchSpace, ctx: Context, rng: np.random.Generator,
+                     limit: int = MAX_CANDIDATES) -> list[Config]:
+    """Every valid config when there are at most ``limit`` points, else a uniform sample of the
+    space filtered by the constraints."""
+    if space.size() <= limit * 4:
+        configs = list(space.valid_configs(ctx))
+        if len(configs) <= limit:
+            return configs
+        picks = rng.choice(len(configs), limit, replace=False)
+        return [configs[i] for i in sorted(picks)]
+    found: dict[str, Config] = {}
+    for config in _random_points(space, rng, limit * 20):
+        if space.is_valid(config, ctx):
+            found.setdefault(_key(config), config)
+            if len(found) >= limit:
+                break
+    return list(found.values())
+
+
+def _random_points(space: SearchSpace, rng: np.random.Generator, n: int) -> Iterator[Config]:
+    for _ in range(n):
+        config: Config = {}
+        for p in space.params:
+            if p.active(config):
+                values = p.values()
+                config[p.name] = values[int(rng.integers(len(values)))]
+        yield config
+
+
+class ModelSearch:
+    """Ask/tell proposer over the valid configs of one problem (see the module docstring)."""
+
+    def __init__(self, space: SearchSpace, ctx: Context, seed: int | None,
+                 n_init: int = 10, init: str = "maximin", fail_penalty: float = 0.0,
+                 xi: float = 0.0, local_every: int = 0,
+                 prior: Callable[[Config], float] | None = None) -> None:
+        self.space = space
+        self.ctx = ctx
+        self.rng = np.random.default_rng(seed)
+        self.n_init = n_init
+        self.init = init
+        self.fail_penalty = fail_penalty
+        self.xi = xi
+        self.local_every = local_every
+        self.prior = prior
+        self._prior = np.zeros(0)
+        self._steps = 0
+        self._shift: np.ndarray | None = None
+        self.encoder = Encoder(space)
+        self._candidates: list[Config] | None = None
+        self._x = np.zeros((0, 0))
+        self._index: dict[str, int] = {}
+        self.observed: dict[int, float | None] = {}  # candidate -> log fraction, None = failed
+        self.pending: set[int] = set()
+        self._numbers: dict[int, int] = {}  # trial number -> candidate
+        self._next_number = 0
+        self._gp = GaussianProcess()
+        self._fitted_at = -REFIT_EVERY
+
+    # -- candidates -----------------------------------------------------------------------------
+    def _ensure(self) -> list[Config]:
+        if self._candidates is None:
+            self._candidates = valid_candidates(self.space, self.ctx, self.rng)
+            self._index = {_key(c): i for i, c in enumerate(self._candidates)}
+            self._x = self.encoder.encode_all(self._candidates)
+            self._shift = self.rng.random(self._x.shape[1])
+            if self.prior is not None:
+                values = np.array([self.prior(c) for c in self._candidates], dtype=float)
+                finite = np.isfinite(values)
+                floor = values[finite].min() - 1.0 if finite.any() else 0.0
+                self._prior = np.where(finite, values, floor)
+            else:
+                self._prior = np.zeros(len(self._candidates))
+        return self._candidates
+
+    def _index_of(self, config: Config) -> int | None:
+        self._ensure()
+        return self._index.get(_key(config))
+
+    # -- the proposer protocol ------------------------------------------------------------------
+    def rebuild(self, history: Sequence[Told]) -> None:
+        for t in history:
+            self._next_number = max(self._next_number, t.number + 1)
+            idx = self._index_of(t.config)
+            if idx is None:
+                continue
+            if t.final:
+                self.observed[idx] = _log(t.fraction)
+            else:
+                self.pending.add(idx)
+                self._numbers[t.number] = idx
+
+    def ask(self) -> Asked | None:
+        candidates = self._ensure()
+        free = [i for i in range(len(candidates))
+                if i not in self.observed and i not in self.pending]
+        if not free:
+            return None
+        idx = self._initial(free) if len(self.observed) + len(self.pending) < self.n_init \
+            else self._guided(free)
+        number = self._next_number
+        self._next_number += 1
+        self.pending.add(idx)
+        self._numbers[number] = idx
+        return Asked(number=number, config=dict(candidates[idx]))
+
+    def tell(self, number: int, fraction: float | None) -> None:
+        idx = self._numbers.pop(number, None)
+        if idx is None:
+            return
+        self.pending.discard(idx)
+        self.observed[idx] = _log(fraction)
+
+    # -- phases -----------------------------------------------------------------------------------
+    def _initial(self, free: list[int]) -> int:
+        for seed in self.space.seed_configs():
+            idx = self._index.get(_key(seed))
+            if idx is not None and idx in free:
+                return idx
+        taken = list(self.observed) + list(self.pending)
+        pool = np.array(free)
+        if self.prior is not None:  # the model's favourites first, spread among themselves
+            scores = self._prior[pool]
+            if not taken:
+                return int(pool[int(np.argmax(scores))])
+            pool = pool[scores >= np.quantile(scores, 0.9)]
+        if self.init == "random" or (not taken and self.init in ("maximin", "soft")):
+            return int(free[int(self.rng.integers(len(free)))])
+        if self.init == "halton":
+            point = halton(len(taken), self._x.shape[1], self._shift)
+            dist = ((self._x[pool] - point) ** 2).sum(1)
+            return int(pool[int(np.argmin(dist))])
+        if not taken:  # "center": start from the config nearest the middle of every range
+            dist = ((self._x[pool] - self._x.mean(0)) ** 2).sum(1)
+            best = np.flatnonzero(dist == dist.min())
+            return int(pool[best[int(self.rng.integers(len(best)))]])
+        if self.init == "soft":  # maximin among a few random picks: spread out, not cornered
+            pool = self.rng.choice(pool, min(len(pool), SOFT_PICKS), replace=False)
+        dist = np.full(len(pool), np.inf)
+        for i in taken:
+            dist = np.minimum(dist, ((self._x[pool] - self._x[i]) ** 2).sum(1))
+        best = np.flatnonzero(dist == dist.max())
+        return int(pool[best[int(self.rng.integers(len(best)))]])
+
+    def _guided(self, free: list[int]) -> int:
+        done = [i for i, y in self.observed.items() if y is not None]
+        if len(done) < 2:
+            return self._initial(free)
+        ys = np.array([self.observed[i] for i in done], dtype=float)
+        failed = [i for i, y in self.observed.items() if y is None]
+        idx = done + failed
+        y = np.concatenate([ys, np.full(len(failed), ys.min() - self.fail_penalty)])
+        y = y - self._prior[idx]  # the GP models what the prior gets wrong (zero without one)
+        x = self._x[idx]
+        if len(idx) - self._fitted_at >= REFIT_EVERY:
+            self._gp.fit_hyperparameters(x, y)
+            self._fitted_at = len(idx)
+        self._gp.fit(x, y)
+        if self.pending:  # kriging believer: in-flight configs count at their predicted value
+            pending = sorted(self.pending)
+            believed, _ = self._gp.predict(self._x[pending])
+            self._gp.fit(np.vstack([x, self._x[pending]]), np.concatenate([y, believed]))
+        self._steps += 1
+        if self.local_every and self._steps % self.local_every == 0:
+            near = self._neighbours(done[int(np.argmax(ys))], free)
+            if len(near):
+                mean, _ = self._gp.predict(self._x[near])
+                return int(near[int(np.argmax(mean + self._prior[near]))])
+        pool = self._pool(free, [done[i] for i in np.argsort(-ys)[:TOP_K]])
+        mean, std = self._gp.predict(self._x[pool])
+        mean = mean + self._prior[pool]
+        ei = expected_improvement(mean, std, float(ys.max()), self.xi)
+        return int(pool[int(np.argmax(ei))])
+
+    def _neighbours(self, idx: int, free: list[int]) -> np.ndarray:
+        """Unmeasured valid configs one step from candidate ``idx``: one ordered parameter
+        moved to an adjacent value, or one unordered parameter changed."""
+        assert self._candidates is not None
+        base = self._candidates[idx]
+        out = []
+        free_set = set(free)
+        for p in self.space.active_params(base):
+            values = p.values()
+            pos = values.index(base[p.name])
+            moves = [values[j] for j in (pos - 1, pos + 1) if 0 <= j < len(values)] \
+                if p.ordered else [v for v in values if v != base[p.name]]
+            for v in moves:
+                j = self._index.get(_key({**base, p.name: v}))
+                if j is not None and j in free_set:
+                    out.append(j)
+        return np.array(out, dtype=int)
+
+    def _pool(self, free: list[int], best: list[int]) -> np.ndarray:
+        """The candidates the model scores this step: all of them when few; else a uniform
+        sample plus the nearest neighbours of the best measured configs."""
+        everything = np.array(free)
+        if len(everything) <= MAX_SCORED:
+            return everything
+        sample = self.rng.choice(everything, MAX_SCORED - TOP_K * NEIGHBOURS, replace=False)
+        near = []
+        for i in best:
+            dist = ((self._x[everything] - self._x[i]) ** 2).sum(1)
+            near.append(everything[np.argsort(dist)[:NEIGHBOURS]])
+        return np.unique(np.concatenate([sample, *near]))
+
+
+PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79,
+          83, 89, 97, 101, 103, 107, 109, 113, 127, 131, 137, 139, 149, 151, 157, 163, 167)
+
+
+def radical_inverse(i: int, base: int) -> float:
+    inv, f = 0.0, 1.0 / base
+    while i > 0:
+        inv += f * (i % base)
+        i //= base
+        f /= base
+    return inv
+
+
+def halton(i: int, dims: int, shift: np.ndarray | None) -> np.ndarray:
+    """Point ``i`` of a Halton sequence in [0, 1)^dims, rotated by ``shift`` (mod 1)."""
+    point = np.array([radical_inverse(i + 1, PRIMES[d % len(PRIMES)]) for d in range(dims)])
+    return point if shift is None else (point + shift) % 1.0
+
+
+def _log(fraction: float | None) -> float | None:
+    if fraction is None or not math.isfinite(fraction) or fraction <= 0:
+        return None
+    return math.log(fraction)
+

@@ -1,0 +1,76 @@
+"""``model:<gpu kind>``: an analytic *prediction* of a config's time, never a measurement.
+
+Answers in-process from the kernel's model (``KernelSpec.model``; the matmul has one) and the
+GPU kind's datasheet. Every result is marked ``predicted`` and scored on the ``predicted``
+basis; the driver never offers a predicted result to the best-config table, so lookups cannot
+serve it. Use it to rank or seed candidates, or to see what a model believes before a GPU run.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from tuner.devices import device_spec
+from tuner.kernels import load_kernel
+from tuner.types import BenchmarkRequest
+from tuner.types import Measurement
+from tuner.types import StaticResult
+from tuner.types import TrialStatus
+
+MODEL_PREFIX = "model:"
+
+
+class ModelBackend:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.kind = name[len(MODEL_PREFIX):]
+        spec = device_spec(self.kind)
+        if spec is None:
+            raise ValueError(f"model backend needs a datasheet GPU kind, not {self.kind!r}")
+        self.spec = spec
+
+    def start(self) -> None:
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        return {"device_name": f"model of {self.spec.marketing_name}", "device_kind": self.kind,
+                "backend": "model"}
+
+    def predict(self, request: BenchmarkRequest, params: dict[str, Any]) -> float | str:
+        kernel = load_kernel(request.kernel)
+        if kernel.model is None:
+            return f"kernel {kernel.name} has no analytic model"
+        return kernel.model(request.problem, request.dtype, params, self.spec, None)
+
+    def run(self, request: BenchmarkRequest) -> Measurement:
+        kernel = load_kernel(request.kernel)
+        base: dict[str, Any] = {
+            "device_kind": self.kind, "flops": kernel.flops(request.problem, request.dtype),
+            "min_bytes": kernel.min_bytes(request.problem, request.dtype),
+            "compute_dtype": kernel.compute_dtype(request.dtype), "predicted": True,
+            "provenance": {"backend": "model", "prediction": True, "device_kind": self.kind,
+                           "device_name": self.spec.marketing_name}}
+        ms = self.predict(request, request.params)
+        if isinstance(ms, str):
+            return Measurement.failure(TrialStatus.CRASHED, ms, **base)
+        if not math.isfinite(ms):
+            return Measurement.failure(TrialStatus.OUT_OF_RESOURCES,
+                                       "predicted not to fit one SM (registers)", **base)
+        return Measurement(status=str(TrialStatus.OK), median_ms=ms, p20_ms=ms, p80_ms=ms,
+                           min_ms=ms, n=1, cv=0.0, **base)
+
+    def confirm(self, request: BenchmarkRequest) -> dict[str, Any]:
+        timings = []
+        for finalist in request.finalists or []:
+            ms = self.predict(request, dict(finalist["params"]))
+            if isinstance(ms, str):
+                return {"error": ms}
+            timings.append({"trial_id": int(finalist["trial_id"]), "median_ms": ms, "n": 1})
+        return {"timings": timings}
+
+    def check(self, request: BenchmarkRequest) -> StaticResult:
+        return StaticResult(status="crashed", target="", error="a model does not compile")
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,53 @@
+"""The backends one worker can use: its device, plus the ones that need no GPU.
+
+A GPU worker (device ``cuda:N``) runs every GPU trial of its queue on that GPU, whatever the
+job's backend said (``cuda`` or ``cuda:M``: the queue picked the kind). Any worker runs static
+checks (``compile:<kind>``). A CPU worker runs the interpreter and replays. Backends start
+lazily and stay up; ``close`` stops their processes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field
+
+from tuner.settings import Settings
+from tuner.types import BenchmarkRequest
+from workers.backends.base import Backend
+from workers.backends.base import make_backend
+
+
+def wants_gpu(backend: str) -> bool:
+    return backend == "cuda" or backend.startswith("cuda:")
+
+
+@dataclass
+class BackendPool:
+    device: str
+    settings: Settings
+    backends: dict[str, Backend] = field(default_factory=dict)
+
+    def key(self, request: BenchmarkRequest) -> str:
+        if request.mode == "check":
+            return request.backend
+        if wants_gpu(request.backend):
+            if not wants_gpu(self.device):
+                raise RuntimeError(f"a GPU trial reached the {self.device} worker")
+            return self.device
+        if wants_gpu(self.device):
+            raise RuntimeError(f"a {request.backend} trial reached the GPU worker {self.device}")
+        return request.backend
+
+    def backend_for(self, request: BenchmarkRequest) -> Backend:
+        key = self.key(request)
+        backend = self.backends.get(key)
+        if backend is None:
+            backend = make_backend(key, cache_dir=self.settings.cache_dir,
+                                   kernel_roots=self.settings.kernel_roots)
+            self.backends[key] = backend
+        return backend
+
+    def close(self) -> None:
+        for backend in self.backends.values():
+            backend.close()
+        self.backends.clear()
