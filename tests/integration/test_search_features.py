@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import subprocess
 import sys
@@ -152,4 +153,4 @@ def test_the_search_efficiency_harness_runs_every_search(search):
     from benchmarks.search_efficiency import simulate
 
     curve = simulate(str(replay_file("pnpoly_RTX_3090.json.gz")), search, 0, 12)
-    assert len(curve) == 12 and all(0 <= a <= b <= 1 for a, b in zip(curve, curve[1:]))
+    assert len(curve) == 12 and all(0 <= a <= b <= 1 for a, b in itertools.pairwise(curve))
