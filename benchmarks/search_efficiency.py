@@ -36,7 +36,7 @@ from tuner.search import make_proposer  # noqa: E402
 
 BUDGETS = (10, 20, 50, 100, 200)
 SEARCHES = {"default": "auto", "random": "random", "tpe": "tpe"}
-MAX_FREE = 50_000  # proposals that cost nothing, per run, before giving up
+MAX_FREE = 2_000  # proposals that cost nothing (invalid or repeated), per run, before giving up
 
 
 def simulate(path: str, search: str, seed: int, budget: int) -> list[float]:

@@ -59,6 +59,13 @@ class Param:
         return data
 
 
+def _check_options(name: str, options: tuple[Any, ...]) -> None:
+    if not options:
+        raise ValueError(f"parameter {name!r}: needs at least one value")
+    if len(set(options)) != len(options):
+        raise ValueError(f"parameter {name!r}: repeated values in {options}")
+
+
 @dataclass(frozen=True)
 class Choice(Param):
     """An ordered list of numeric values, e.g. ``Choice("GROUP_M", (1, 4, 8, 16))``."""
@@ -67,10 +74,7 @@ class Choice(Param):
     kind: ClassVar[str] = "choice"
 
     def __post_init__(self) -> None:
-        if not self.options:
-            raise ValueError(f"parameter {self.name!r}: a choice needs at least one value")
-        if len(set(self.options)) != len(self.options):
-            raise ValueError(f"parameter {self.name!r}: repeated values in {self.options}")
+        _check_options(self.name, self.options)
 
     def values(self) -> tuple[Scalar, ...]:
         return tuple(self.options)
@@ -137,10 +141,7 @@ class Categorical(Param):
     ordered: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
-        if not self.options:
-            raise ValueError(f"parameter {self.name!r}: a categorical needs at least one value")
-        if len(set(self.options)) != len(self.options):
-            raise ValueError(f"parameter {self.name!r}: repeated values in {self.options}")
+        _check_options(self.name, self.options)
 
     def values(self) -> tuple[Scalar, ...]:
         return tuple(self.options)

@@ -81,8 +81,8 @@ class ModelSearch:
     """Ask/tell proposer over the valid configs of one problem (see the module docstring)."""
 
     def __init__(self, space: SearchSpace, ctx: Context, seed: int | None,
-                 n_init: int = 10, init: str = "maximin", fail_penalty: float = 0.0,
-                 xi: float = 0.0, local_every: int = 0,
+                 n_init: int = 7, init: str = "maximin", fail_penalty: float = 0.0,
+                 xi: float = 0.0, local_every: int = 2,
                  prior: Callable[[Config], float] | None = None) -> None:
         self.space = space
         self.ctx = ctx
