@@ -198,9 +198,12 @@ def update_progress(progress: Progress, tasks: dict[int, TaskID],
                 bests[p.id] = p.best_trial_id
                 t = repo.get_trial(session, p.best_trial_id)
                 if t is not None:
+                    confirmed = t.confirm_ms is not None
+                    label = "confirmed best" if confirmed else "new best"
+                    ms = t.confirm_ms if confirmed else t.median_ms
                     progress.console.print(
-                        f"[green]new best[/] {p.problem_key} #{t.number}: {best} of the "
-                        f"roofline, {t.median_ms:.4g} ms  [dim]{format_config(t.config)}[/]",
+                        f"[green]{label}[/] {p.problem_key} #{t.number}: {best} of the "
+                        f"roofline, {ms:.4g} ms  [dim]{format_config(t.config)}[/]",
                         highlight=False)
             done = p.status == "done"
             progress.update(tasks[p.id], completed=trials if done else p.measured,
