@@ -36,4 +36,7 @@ __all__ = [
     "stable_hash",
     "when",
 ]
+from search_spaces import attention as attention
+from search_spaces import chain as chain
 from search_spaces import matmul as matmul
+from search_spaces import rowwise as rowwise

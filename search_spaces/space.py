@@ -136,7 +136,25 @@ class SearchSpace:
         """Number of points (constraints not applied)."""
         if not any(p.when for p in self.params):
             return math.prod(len(p.values()) for p in self.params)
-        return sum(1 for _ in self.configs())
+        deps = {dep for p in self.params for dep, _ in p.when}
+
+        def count(index: int, partial: Config) -> int:
+            # Branch only on the parameters that conditions read; multiply the rest.
+            if index == len(self.params):
+                return 1
+            p = self.params[index]
+            if not p.active(partial):
+                return count(index + 1, partial)
+            if p.name not in deps:
+                return len(p.values()) * count(index + 1, partial)
+            total = 0
+            for v in p.values():
+                partial[p.name] = v
+                total += count(index + 1, partial)
+            del partial[p.name]
+            return total
+
+        return count(0, {})
 
     def suggest(self, trial: Suggester) -> Config:
         """Define-by-run: ask ``trial`` for every active parameter, in declaration order."""

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from db import repository as repo
@@ -15,6 +16,7 @@ from db.session import make_engine
 from db.session import safe_url
 from db.session import session_factory
 from db.session import sqlite_path
+from search_spaces import Param
 from tuner.cli_tune import format_config
 from tuner.export import export_rows
 from tuner.export import write_export
@@ -117,15 +119,29 @@ def serve_dashboard(settings: Settings, host: str, port: int, err: Console) -> N
     run_server(storage_for(settings.db_url), host=host, port=port)
 
 
+def _param_text(p: Param) -> str:
+    values = [str(v) for v in p.values()]
+    text = "{" + ",".join(values) + "}"
+    if p.when:
+        text += " when " + " and ".join(f"{k} in {{{','.join(map(str, v))}}}"
+                                        for k, v in p.when)
+    return f"{p.name} ∈ {text}"
+
+
 def show_kernels(settings: Settings, console: Console) -> None:
-    table = Table("kernel", "dims", "dtypes", "parameters", "constraints", "space size",
-                  header_style="bold")
+    """Every built-in kernel: dims, dtypes, description, parameters and constraints."""
+    from tuner.kernels.registry import FAMILIES
+
     for name in BUILTIN:
         spec = load_kernel(name, settings.kernel_roots)
-        params = "; ".join(
-            f"{p.name} ∈ {{{', '.join(str(v) for v in p.values())}}}" for p in spec.space.params)
-        table.add_row(spec.name, ",".join(spec.dims), ", ".join(spec.dtypes), params,
-                      ", ".join(c.name for c in spec.space.constraints),
-                      str(spec.space.size()))
-    console.print(table)
-    console.print("Your own kernel: tuner tune path/to/module.py:NAME (see README).")
+        console.print(f"[bold]{spec.name}[/]  [dim]dims[/] {','.join(spec.dims)}  "
+                      f"[dim]dtypes[/] {', '.join(spec.dtypes)}  "
+                      f"[dim]space size[/] {spec.space.size()}", highlight=False)
+        console.print(f"  {spec.description}", highlight=False)
+        for p in spec.space.params:
+            console.print(f"    {_param_text(p)}", highlight=False)
+        names = sorted({c.name for c in spec.space.constraints})
+        console.print(f"  [dim]constraints:[/] {', '.join(names)}", highlight=False)
+    for pattern, text in FAMILIES.items():
+        console.print(f"[bold]{escape(pattern)}[/]  {text} (the matmul space)", highlight=False)
+    console.print("Your own kernel: tuner tune --kernel path/to/module.py:NAME (see README).")

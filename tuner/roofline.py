@@ -47,18 +47,24 @@ class Roof:
 
 
 def roof(flops: float, min_bytes: float, peak_tflops: float | None,
-         bandwidth_gbps: float) -> Roof:
-    """Roofline time of a kernel that must do ``flops`` and move ``min_bytes``.
+         bandwidth_gbps: float, exps: float | None = None,
+         exp_per_s: float | None = None) -> Roof:
+    """Roofline time of a kernel that must do ``flops`` and move ``min_bytes`` (and, when both
+    are given, compute ``exps`` exponentials at ``exp_per_s``: the exp roof of attention).
 
-    A missing compute peak (``None``) means only the memory roof applies.
+    A missing compute peak (``None``) means only the memory (and exp) roof applies.
     """
     if min_bytes <= 0 or bandwidth_gbps <= 0:
         raise ValueError("min_bytes and bandwidth must be positive")
     memory_ms = min_bytes / (bandwidth_gbps * 1e9) * 1e3
     compute_ms = 0.0 if not peak_tflops else flops / (peak_tflops * 1e12) * 1e3
+    exp_ms = exps / exp_per_s * 1e3 if exps and exp_per_s else 0.0
     ridge = None if not peak_tflops else peak_tflops * 1e12 / (bandwidth_gbps * 1e9)
     bound = "compute" if compute_ms > memory_ms else "memory"
-    return Roof(max(compute_ms, memory_ms), compute_ms, memory_ms, bound, flops / min_bytes, ridge)
+    if exp_ms > max(compute_ms, memory_ms):
+        bound = "exp"
+    return Roof(max(compute_ms, memory_ms, exp_ms), compute_ms, memory_ms, bound,
+                flops / min_bytes, ridge)
 
 
 def datasheet_ceilings(device_kind: str) -> Ceilings | None:
@@ -83,8 +89,9 @@ def score(m: Measurement) -> Score | None:
         if m.predicted:
             basis = "predicted"
         if basis_ceilings is not None:
+            spec = device_spec(m.device_kind or "") if sheet else None
             r = roof(m.flops, m.min_bytes, basis_ceilings.peak(m.compute_dtype),
-                     basis_ceilings.bandwidth_gbps)
+                     basis_ceilings.bandwidth_gbps, m.exps, spec.exp_per_s if spec else None)
             frac_measured = None
             if measured is not None:
                 rm = roof(m.flops, m.min_bytes, measured.peak(m.compute_dtype),

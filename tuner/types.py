@@ -161,6 +161,8 @@ class Measurement(JsonRecord):
     max_rel_error: float | None = None
     flops: float | None = None
     min_bytes: float | None = None
+    #: Exponentials the kernel must compute (attention), or None: the exp roof.
+    exps: float | None = None
     compute_dtype: str | None = None
     device_kind: str | None = None
     ceilings: dict[str, Any] | None = None

@@ -88,7 +88,8 @@ def run_request(device: BenchDevice, request: BenchmarkRequest, roots: tuple[Pat
         return Outcome(Measurement.failure(TrialStatus.COMPILE_ERROR, str(exc), **base))
     counts: dict[str, Any] = {"flops": kernel.flops(request.problem, request.dtype),
               "min_bytes": kernel.min_bytes(request.problem, request.dtype),
-              "compute_dtype": kernel.compute_dtype(request.dtype)}
+              "compute_dtype": kernel.compute_dtype(request.dtype),
+              "exps": kernel.exps(request.problem) if kernel.exps else None}
     phase = "compile"
     try:
         tensors = kernel.make_inputs(request.problem, request.dtype, request.seed,

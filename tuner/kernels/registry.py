@@ -19,6 +19,17 @@ from tuner.kernels.spec import KernelSpec
 #: Built-in kernels: name → "module:attribute".
 BUILTIN: dict[str, str] = {
     "matmul": "tuner.kernels.matmul:MATMUL",
+    "softmax": "tuner.kernels.rowwise:SOFTMAX",
+    "layernorm": "tuner.kernels.rowwise:LAYERNORM",
+    "rmsnorm": "tuner.kernels.rowwise:RMSNORM",
+    "attention": "tuner.kernels.attention:ATTENTION",
+    "attention_causal": "tuner.kernels.attention:ATTENTION_CAUSAL",
+    "linear+bias+gelu+residual+layernorm": "tuner.kernels.chain:CHAIN",
+}
+#: Families named by pattern (each name is a kernel of its own), as shown to users.
+FAMILIES: dict[str, str] = {
+    "matmul+[bias][+relu|+gelu|+silu][+residual]":
+        "matmul with a fused epilogue, e.g. matmul+bias+gelu+residual",
 }
 
 
@@ -39,6 +50,13 @@ def load_kernel(ref: str, roots: Sequence[Path] = ()) -> KernelSpec:
     if ref in BUILTIN:
         module_name, attr = BUILTIN[ref].split(":")
         spec = getattr(importlib.import_module(module_name), attr)
+    elif ref.startswith("matmul+"):
+        from tuner.kernels.matmul_epilogue import epilogue_kernel
+
+        try:
+            spec = epilogue_kernel(ref)
+        except ValueError as exc:
+            raise KernelError(str(exc)) from None
     elif is_file_ref(ref):
         spec = _load_file_kernel(ref, roots)
     else:

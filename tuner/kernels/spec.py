@@ -71,6 +71,11 @@ class KernelSpec:
     #: a *prediction* (``model:<gpu>`` backend, and the search's prior on GPU jobs).
     model: Callable[[Problem, str, Mapping[str, Any], DeviceSpec, Mapping[str, Any] | None],
                     float] | None = None
+    #: Optional count of exponentials (``exps(problem)``): a third roof, on the GPU's
+    #: special-function units (attention's softmax).
+    exps: Callable[[Problem], float] | None = None
+    #: Optional extra problem validation: ``problem_check(problem) -> [reason, …]``.
+    problem_check: Callable[[Mapping[str, Any]], list[str]] | None = None
 
     def problem_errors(self, problem: Mapping[str, Any]) -> list[str]:
         """Why ``problem`` cannot be tuned (empty when it can)."""
@@ -91,6 +96,8 @@ class KernelSpec:
                 errors.append(f"{dim} must be positive, got {value}")
             elif value > self.max_dim:
                 errors.append(f"{dim}={value} is larger than the limit {self.max_dim}")
+        if not errors and self.problem_check is not None:
+            errors.extend(self.problem_check(problem))
         if not errors and self.tensor_elements is not None:
             n = self.tensor_elements(problem)
             if n > MAX_ELEMENTS:

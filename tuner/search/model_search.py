@@ -18,6 +18,7 @@ Measured: ``benchmarks/search_efficiency.py`` (README, "Search quality").
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Sequence
@@ -35,6 +36,11 @@ from tuner.study import Asked
 from tuner.study import Told
 
 MAX_CANDIDATES = 50_000
+#: A space too large to enumerate is sampled (up to MAX_CANDIDATES valid configs from 20 times
+#: as many random points); sampling stops early after SAMPLE_SECONDS once it holds
+#: ENOUGH_CANDIDATES valid configs.
+SAMPLE_SECONDS = 2.0
+ENOUGH_CANDIDATES = 500
 REFIT_EVERY = 8
 #: Candidates scored by the model per proposal: a uniform sample plus the NEIGHBOURS nearest
 #: to each of the TOP_K best measured configs.
@@ -51,19 +57,24 @@ def _key(config: Config) -> str:
 def valid_candidates(space: SearchSpace, ctx: Context, rng: np.random.Generator,
                      limit: int = MAX_CANDIDATES) -> list[Config]:
     """Every valid config when there are at most ``limit`` points, else a uniform sample of the
-    space filtered by the constraints."""
+    space filtered by the constraints (see ``SAMPLE_SECONDS``); valid seeds always included."""
     if space.size() <= limit * 4:
         configs = list(space.valid_configs(ctx))
         if len(configs) <= limit:
             return configs
         picks = rng.choice(len(configs), limit, replace=False)
         return [configs[i] for i in sorted(picks)]
-    found: dict[str, Config] = {}
-    for config in _random_points(space, rng, limit * 20):
+    found: dict[str, Config] = {_key(s): s for s in space.seed_configs()
+                                if space.is_valid(s, ctx)}
+    start = time.monotonic()
+    for tries, config in enumerate(_random_points(space, rng, limit * 20), start=1):
         if space.is_valid(config, ctx):
             found.setdefault(_key(config), config)
             if len(found) >= limit:
                 break
+        if tries % 1000 == 0 and len(found) >= ENOUGH_CANDIDATES \
+                and time.monotonic() - start > SAMPLE_SECONDS:
+            break  # constraints are slow to check here: this sample is enough to search
     return list(found.values())
 
 
