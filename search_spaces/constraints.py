@@ -89,6 +89,13 @@ def next_pow2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
+@register("tile_covers_problem", "a kernel that does not loop needs a tile spanning the dimension")
+def tile_covers_problem(config: Mapping[str, Any], ctx: Context, *,
+                        dims: tuple[tuple[str, str], ...]) -> bool:
+    """Each ``(param, dim)`` pair: ``config[param] ≥ problem[dim]``."""
+    return all(param not in config or config[param] >= ctx.problem[dim] for param, dim in dims)
+
+
 @register("tile_fits_problem", "a tile is larger than the problem needs")
 def tile_fits_problem(config: Mapping[str, Any], ctx: Context, *,
                       dims: tuple[tuple[str, str], ...], minimum: int = 16) -> bool:

@@ -1,4 +1,4 @@
-"""Kernel autotuning service. The production surface is ``best_config``.
+"""Kernel autotuning service. The production surface is ``best_config``; ``tune`` runs a job.
 
 Importing ``tuner`` is cheap: it imports neither Optuna, Celery, torch nor Triton.
 """
@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 if TYPE_CHECKING:
+    from tuner.api import tune as tune
     from tuner.lookup import best_config as best_config
 
 
@@ -17,7 +18,11 @@ def __getattr__(name: str) -> Any:
         from tuner.lookup import best_config
 
         return best_config
+    if name == "tune":
+        from tuner.api import tune
+
+        return tune
     raise AttributeError(name)
 
 
-__all__ = ["best_config"]
+__all__ = ["best_config", "tune"]

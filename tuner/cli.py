@@ -29,6 +29,7 @@ from tuner.cli_spec import DeviceKindOpt
 from tuner.cli_spec import DtypeOpt
 from tuner.cli_spec import JobOptions
 from tuner.cli_spec import KernelArg
+from tuner.cli_spec import KernelOpt
 from tuner.cli_spec import MaxAttemptsOpt
 from tuner.cli_spec import ParallelOpt
 from tuner.cli_spec import PatienceOpt
@@ -43,6 +44,7 @@ from tuner.cli_spec import TimeLimitOpt
 from tuner.cli_spec import TrialsOpt
 from tuner.cli_spec import WarmupOpt
 from tuner.cli_spec import build_spec
+from tuner.cli_spec import pick_kernel
 from tuner.kernels import KernelError
 from tuner.kernels import resolve_kernel
 from tuner.settings import Settings
@@ -98,7 +100,8 @@ def settings_for(db: str | None) -> Settings:
 @app.command()
 @friendly
 def tune(
-    kernel: KernelArg, shape: ShapeOpt = None, dtype: DtypeOpt = None,
+    kernel: KernelArg = None, kernel_option: KernelOpt = None, shape: ShapeOpt = None,
+    dtype: DtypeOpt = None,
     backend: BackendOpt = "auto", device_kind: DeviceKindOpt = None, trials: TrialsOpt = 30,
     time_limit: TimeLimitOpt = None, target: TargetOpt = None, patience: PatienceOpt = None,
     sampler: SamplerOpt = "auto", seed: SeedOpt = None, parallel: ParallelOpt = 1,
@@ -111,7 +114,8 @@ def tune(
     from tuner.cli_tune import run_tune
 
     settings = settings_for(db)
-    options = JobOptions(kernel, shape or [], dtype, backend, device_kind, trials, time_limit,
+    ref = pick_kernel(kernel, kernel_option)
+    options = JobOptions(ref, shape or [], dtype, backend, device_kind, trials, time_limit,
                          target, patience, sampler, seed, parallel, compile_timeout,
                          run_timeout, warmup_ms, rep_ms, static_check=static_check,
                          confirm_top=confirm_top)
@@ -125,7 +129,8 @@ def tune(
 @app.command()
 @friendly
 def submit(
-    kernel: KernelArg, shape: ShapeOpt = None, dtype: DtypeOpt = None,
+    kernel: KernelArg = None, kernel_option: KernelOpt = None, shape: ShapeOpt = None,
+    dtype: DtypeOpt = None,
     backend: BackendOpt = "auto", device_kind: DeviceKindOpt = None, trials: TrialsOpt = 30,
     time_limit: TimeLimitOpt = None, target: TargetOpt = None, patience: PatienceOpt = None,
     sampler: SamplerOpt = "auto", seed: SeedOpt = None, parallel: ParallelOpt = 4,
@@ -140,7 +145,8 @@ def submit(
     from tuner.cli_fleet import submit_job
 
     settings = settings_for(db)
-    options = JobOptions(kernel, shape or [], dtype, backend, device_kind, trials, time_limit,
+    ref = pick_kernel(kernel, kernel_option)
+    options = JobOptions(ref, shape or [], dtype, backend, device_kind, trials, time_limit,
                          target, patience, sampler, seed, parallel, compile_timeout,
                          run_timeout, warmup_ms, rep_ms, max_attempts, idempotency_key,
                          static_check, confirm_top)

@@ -22,9 +22,24 @@ from tuner.types import Budget
 from tuner.types import JobSpec
 from tuner.types import TimingSettings
 
-KernelArg = Annotated[str, typer.Argument(
-    help=f"Kernel to tune: {', '.join(BUILTIN)}, path/to/module.py:NAME, or 'replay' with "
-         "--backend replay:<file>.")]
+KernelArg = Annotated[str | None, typer.Argument(
+    help=f"Kernel to tune: {', '.join(BUILTIN)}, matmul+bias+gelu+residual (any epilogue), "
+         "path/to/module.py:NAME (your own; see `tuner kernels`), or 'replay' with "
+         "--backend replay:<file>.", show_default=False)]
+KernelOpt = Annotated[str | None, typer.Option(
+    "--kernel", "-k", help="The kernel, as an option: e.g. --kernel my_kernels.py:SPEC.",
+    show_default=False)]
+
+
+def pick_kernel(argument: str | None, option: str | None) -> str:
+    """The kernel named by the argument or by --kernel (not two different ones)."""
+    if argument and option and argument != option:
+        raise UsageError(f"two kernels given: {argument!r} and --kernel {option!r}")
+    ref = argument or option
+    if not ref:
+        raise UsageError("name the kernel to tune, e.g. `tuner tune matmul` or "
+                         "`tuner tune --kernel path/to/module.py:NAME` (list: tuner kernels)")
+    return ref
 ShapeOpt = Annotated[list[str] | None, typer.Option(
     "--shape", "-s", help="Problem size, e.g. M=512,N=512,K=512 or 512x512x512. Repeat for "
                           "several problems.")]

@@ -74,6 +74,8 @@ class KernelSpec:
     #: Optional count of exponentials (``exps(problem)``): a third roof, on the GPU's
     #: special-function units (attention's softmax).
     exps: Callable[[Problem], float] | None = None
+    #: The file whose text identifies the kernel's code (default: the file defining ``launch``).
+    source_path: str | None = None
     #: Optional extra problem validation: ``problem_check(problem) -> [reason, …]``.
     problem_check: Callable[[Mapping[str, Any]], list[str]] | None = None
 
@@ -120,7 +122,7 @@ class KernelSpec:
 
     def source_hash(self) -> str:
         """SHA-256 of the source file defining ``launch`` (the kernel and its launcher)."""
-        path = inspect.getsourcefile(self.launch)
+        path = self.source_path or inspect.getsourcefile(self.launch)
         text = Path(path).read_text() if path else inspect.getsource(self.launch)
         return stable_hash(text)
 

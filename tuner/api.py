@@ -1,0 +1,73 @@
+"""The Python API for tuning: what ``tuner tune`` does, callable from a script or notebook.
+
+    import tuner
+    result = tuner.tune("examples/add_relu_kernel.py:ADD_RELU", shapes=["N=65536"],
+                        dtype="fp16", trials=10)
+    result.best[0]["config"]    # {"BLOCK": 1024, "num_warps": 4}
+
+It runs on the embedded default (no Redis), stores every trial in the same database as the CLI
+(``db`` or ``TUNER_DB_URL``) and returns the best config of each problem. Bad input raises
+``ValueError`` with the same one-line message the CLI prints.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+
+from rich.console import Console
+
+from db import repository as repo
+from db.session import make_engine
+from db.session import session_factory
+from tuner.cli_spec import JobOptions
+from tuner.cli_spec import build_spec
+from tuner.settings import Settings
+
+
+@dataclass
+class TuneResult:
+    """A finished tuning job: its id, database, and per problem the best config found."""
+
+    job_id: int
+    db_url: str
+    #: One entry per problem: ``{"problem", "config", "fraction", "median_ms"}`` (config None
+    #: when no trial succeeded).
+    best: list[dict[str, Any]] = field(default_factory=list)
+
+
+def tune(kernel: str, shapes: Sequence[str] | str, *, dtype: str | None = None,
+         trials: int = 30, backend: str = "auto", device_kind: str | None = None,
+         sampler: str = "auto", seed: int | None = None, parallel: int = 1,
+         time_limit: float | None = None, target: float | None = None,
+         patience: int | None = None, confirm_top: int = 3, db: str | None = None,
+         compile_timeout: float = 120, run_timeout: float = 60,
+         verbose: bool = False) -> TuneResult:
+    """Tune ``kernel`` (a built-in name or ``path/to/module.py:NAME``) on ``shapes``
+    (``"M=512,N=512,K=512"`` or a list of them); blocking. ``verbose`` shows the progress."""
+    from tuner.cli_tune import run_tune
+
+    settings = Settings.from_env().with_db(db)
+    shape_list = [shapes] if isinstance(shapes, str) else list(shapes)
+    options = JobOptions(kernel, shape_list, dtype, backend, device_kind, trials, time_limit,
+                         target, patience, sampler, seed, parallel, compile_timeout,
+                         run_timeout, None, None, confirm_top=confirm_top)
+    spec, kernel_spec = build_spec(options, settings, submit=False)
+    quiet = Console(file=io.StringIO()) if not verbose else Console(stderr=True)
+    outcome = run_tune(spec, kernel_spec, settings, quiet, quiet)
+    engine = make_engine(settings.db_url)
+    try:
+        with session_factory(engine)() as session:
+            best = []
+            for p in repo.problems_of(session, outcome.job_id):
+                t = repo.get_trial(session, p.best_trial_id) if p.best_trial_id else None
+                best.append({
+                    "problem": dict(p.problem), "config": dict(t.config) if t else None,
+                    "fraction": p.best_fraction,
+                    "median_ms": (t.confirm_ms or t.median_ms) if t else None})
+    finally:
+        engine.dispose()
+    return TuneResult(outcome.job_id, settings.db_url, best)
