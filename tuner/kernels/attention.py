@@ -31,7 +31,9 @@ from tuner.kernels.matmul import TORCH_DTYPES
 from tuner.kernels.spec import KernelSpec
 from tuner.kernels.spec import Problem
 
-NEG = -1e30  # masked scores: finite, so exp(NEG - max) is 0 and never NaN
+#: Masked scores: finite, so exp(NEG - max) is 0 and never NaN (a ``constexpr``: compiled
+#: kernels may read no other kind of global).
+NEG = tl.constexpr(-1e30)
 DTYPES = ("fp16", "bf16")
 TOLERANCE = {"fp16": 5e-3, "bf16": 2e-2}
 

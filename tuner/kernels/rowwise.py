@@ -30,8 +30,9 @@ from tuner.kernels.spec import KernelSpec
 from tuner.kernels.spec import Problem
 
 EPS = 1e-5
-#: Masked lanes of a softmax row: finite, so that exp(NEG - max) is 0 and never NaN.
-NEG = -1e30
+#: Masked lanes of a softmax row: finite, so that exp(NEG - max) is 0 and never NaN
+#: (a ``constexpr``: compiled kernels may read no other kind of global).
+NEG = tl.constexpr(-1e30)
 DTYPES = ("fp32", "fp16", "bf16")
 TOLERANCE = {"fp32": 1e-5, "fp16": 2e-3, "bf16": 1e-2}
 
