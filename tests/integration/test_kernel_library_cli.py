@@ -87,6 +87,8 @@ def test_python_api_tunes_a_user_kernel(cli_env):
      "importing"),
     (["tune", "--kernel", "tests/kernels/not_a_spec.py:SPEC", "--shape", "N=4"],
      "not a KernelSpec"),
+    (["tune", "--kernel", "tests/kernels/incomplete_spec.py:SPEC", "--shape", "N=4"],
+     "missing"),
     (["tune", "attention", "--shape", "Z=1,H=1,S=8,D=48"], "head dim D=48"),
     (["tune"], "name the kernel"),
 ])
