@@ -316,6 +316,15 @@ def db_upgrade(db: DbOption = None) -> None:
     console.print(f"{safe_url(settings.db_url)} is at revision {revision}")
 
 
+def _register_advisor() -> None:
+    from tuner.cli_advisor import register
+
+    register(app, friendly, console, settings_for)
+
+
+_register_advisor()
+
+
 def main() -> None:
     try:
         app()
