@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,6 +51,18 @@ def cli_env(tmp_path: Path, cache_dir: Path) -> dict[str, str]:
                TUNER_KERNEL_ROOTS=str(ROOT), PYTHONUNBUFFERED="1", COLUMNS="200")
     env.pop("TRITON_INTERPRET", None)
     return env
+
+
+def db_rows(db_url: str, sql: str) -> list[Any]:
+    """Every row of ``sql`` on ``db_url`` (a fresh engine, disposed after)."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            return list(conn.execute(sa.text(sql)).all())
+    finally:
+        engine.dispose()
 
 
 def run_cli(args: list[str], env: dict[str, str], timeout: float = 600,

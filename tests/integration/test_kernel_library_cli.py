@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 import pytest
-import sqlalchemy as sa
 
 from tests.conftest import ROOT
+from tests.conftest import db_rows
 from tests.conftest import run_cli
 
 CASES = [
@@ -27,15 +27,6 @@ CASES = [
 ]
 
 
-def _rows(db_url: str, sql: str) -> list[sa.Row]:
-    engine = sa.create_engine(db_url)
-    try:
-        with engine.connect() as conn:
-            return list(conn.execute(sa.text(sql)).all())
-    finally:
-        engine.dispose()
-
-
 @pytest.mark.parametrize(("kernel", "shape", "dtype"), CASES, ids=[c[0] for c in CASES])
 def test_tune_each_kernel_end_to_end(cli_env, tmp_path, kernel, shape, dtype):
     option = ["--kernel", kernel] if kernel.endswith(tuple("ABCDEFGHIJKLMNOPQRSTUVWXYZ")) \
@@ -45,11 +36,11 @@ def test_tune_each_kernel_end_to_end(cli_env, tmp_path, kernel, shape, dtype):
                    cli_env, check=True)
     assert "best config:" in proc.stdout
     db_url = f"sqlite:///{tmp_path / 'data' / 'tuner.db'}"
-    trials = _rows(db_url, "SELECT status, max_rel_error FROM tuner_trials "
+    trials = db_rows(db_url, "SELECT status, max_rel_error FROM tuner_trials "
                            "WHERE status NOT IN ('invalid', 'cancelled')")
     assert len(trials) == 3
     assert all(t.status == "ok" and t.max_rel_error is not None for t in trials), trials
-    (best,) = _rows(db_url, "SELECT kernel, config, fraction FROM tuner_best_configs")
+    (best,) = db_rows(db_url, "SELECT kernel, config, fraction FROM tuner_best_configs")
     assert best.fraction > 0
     served = run_cli(["best", best.kernel, "--shape", shape, "--dtype", dtype], cli_env,
                      check=True)

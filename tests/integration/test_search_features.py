@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-import sqlalchemy as sa
 from rich.console import Console
 
 from search_spaces import Context
@@ -17,6 +16,7 @@ from search_spaces import canonical_json
 from search_spaces.recorded import load_recording
 from search_spaces.recorded import recorded_space
 from tests.conftest import ROOT
+from tests.conftest import db_rows
 from tests.conftest import replay_file
 from tuner.cli_tune import run_tune
 from tuner.kernels import resolve_kernel
@@ -31,11 +31,6 @@ from workers.bench_process import BenchProcess
 QUIET = Console(file=io.StringIO())
 UNCONSTRAINED = f"{ROOT / 'tests' / 'kernels' / 'unconstrained_matmul.py'}:UNCONSTRAINED"
 FAST = TimingSettings(warmup_ms=0, rep_ms=10, min_reps=2, max_reps=5)
-
-
-def _rows(db_url: str, sql: str) -> list:
-    with sa.create_engine(db_url).connect() as conn:
-        return list(conn.execute(sa.text(sql)).all())
 
 
 def _cfg(bm, bn, bk, stages, warps):
@@ -72,7 +67,7 @@ def test_configs_failing_their_static_check_never_reach_a_backend(settings):
                    static_check="h100-sxm", confirm_top=0)
     kernel = resolve_kernel(spec.kernel, spec.backend, settings.kernel_roots)
     run_tune(spec, kernel, settings, QUIET, QUIET)
-    rows = _rows(settings.db_url, "SELECT status, static_status, static_smem_bytes, "
+    rows = db_rows(settings.db_url, "SELECT status, static_status, static_smem_bytes, "
                                   "started_at, median_ms, lease_owner FROM tuner_trials")
     rejected = [r for r in rows if r.static_status not in (None, "ok")]
     assert rejected, "the random sampler should propose some configs Hopper cannot run"
@@ -92,10 +87,10 @@ def test_model_backend_is_a_labelled_prediction_never_a_best_config(cli_env):
     assert proc.returncode == 0, proc.stderr
     assert "PREDICTED" in proc.stdout
     db = f"sqlite:///{cli_env['TUNER_DATA_DIR']}/tuner.db"
-    rows = _rows(db, "SELECT score_basis, provenance FROM tuner_trials WHERE status = 'ok'")
+    rows = db_rows(db, "SELECT score_basis, provenance FROM tuner_trials WHERE status = 'ok'")
     assert rows and all(r.score_basis == "predicted" for r in rows)
     assert all(json.loads(r.provenance)["prediction"] is True for r in rows)
-    assert _rows(db, "SELECT count(*) FROM tuner_best_configs")[0][0] == 0
+    assert db_rows(db, "SELECT count(*) FROM tuner_best_configs")[0][0] == 0
 
 
 def test_finalists_are_re_timed_interleaved_and_the_best_keeps_the_confirmed_time(settings):
@@ -104,15 +99,15 @@ def test_finalists_are_re_timed_interleaved_and_the_best_keeps_the_confirmed_tim
                    parallel=1, timing=FAST, confirm_top=3)
     kernel = resolve_kernel(spec.kernel, spec.backend, settings.kernel_roots)
     run_tune(spec, kernel, settings, QUIET, QUIET)
-    (problem,) = _rows(settings.db_url, "SELECT stop_reason, confirm_status, best_trial_id "
+    (problem,) = db_rows(settings.db_url, "SELECT stop_reason, confirm_status, best_trial_id "
                                         "FROM tuner_problems")
     assert problem.confirm_status == "done" and "re-timed interleaved" in problem.stop_reason
-    finalists = _rows(settings.db_url, "SELECT id, confirm_ms, confirm_n FROM tuner_trials "
+    finalists = db_rows(settings.db_url, "SELECT id, confirm_ms, confirm_n FROM tuner_trials "
                                        "WHERE confirm_ms IS NOT NULL")
     assert len(finalists) == 3 and all(f.confirm_n >= 2 for f in finalists)
     winner = min(finalists, key=lambda f: f.confirm_ms)
     assert problem.best_trial_id == winner.id
-    (best,) = _rows(settings.db_url, "SELECT trial_id, median_ms FROM tuner_best_configs")
+    (best,) = db_rows(settings.db_url, "SELECT trial_id, median_ms FROM tuner_best_configs")
     assert (best.trial_id, best.median_ms) == (winner.id, winner.confirm_ms)
 
 
