@@ -265,6 +265,12 @@ def best_config_rows(session: so.Session, kernel: str, problem_hash: str, dtype:
     return session.scalars(query.order_by(BestConfig.fraction.desc())).all()
 
 
+def best_configs_of(session: so.Session, kernel: str, dtype: str) -> Sequence[BestConfig]:
+    """Every stored best config of a kernel and dtype (all problems and device kinds)."""
+    return session.scalars(sa.select(BestConfig).where(
+        BestConfig.kernel == kernel, BestConfig.dtype == dtype)).all()
+
+
 def expire_leases(session: so.Session, job_id: int, max_attempts: int,
                   stale_owners: Sequence[str] = ()) -> tuple[list[Trial], list[Trial]]:
     """Trials whose worker vanished (running past their lease, or held by a worker whose

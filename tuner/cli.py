@@ -250,6 +250,11 @@ def best(
         err.print(f"no tuned config for {kernel} {shape} {dtype}"
                   + (f" on {device_kind}" if device_kind else ""))
         raise typer.Exit(1)
+    tuned = ",".join(f"{k}={v}" for k, v in (config.problem or {}).items())
+    err.print(f"tier {config.tier}" + (f" (tuned for {tuned} on {config.device_kind})"
+                                       if config.problem else "")
+              + (f"; stale: {', '.join(config.stale_reasons)}" if config.stale else ""),
+              highlight=False)
     console.print_json(json.dumps(config))
 
 
@@ -268,13 +273,16 @@ def export(
         "best_configs.json"),
     kernel: Annotated[str | None, typer.Option(help="Only this kernel.")] = None,
     device_kind: Annotated[str | None, typer.Option(help="Only this device kind.")] = None,
+    python: Annotated[Path | None, typer.Option(
+        "--python", help="Also write them as a self-contained Python module.")] = None,
     db: DbOption = None,
 ) -> None:
-    """Write the best configs to a self-contained JSON file for production lookup."""
+    """Write the best configs to a self-contained JSON file (and a Python module) for
+    production lookup."""
     from tuner.cli_views import export_best
 
-    n = export_best(settings_for(db), out, kernel, device_kind)
-    console.print(f"wrote {n} best config(s) to {out}")
+    n = export_best(settings_for(db), out, kernel, device_kind, python)
+    console.print(f"wrote {n} best config(s) to {out}" + (f" and {python}" if python else ""))
 
 
 @app.command()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 from rich.console import Console
@@ -19,8 +20,10 @@ from db.session import sqlite_path
 from search_spaces import Param
 from tuner.cli_tune import format_config
 from tuner.export import export_rows
+from tuner.export import python_module
 from tuner.export import write_export
 from tuner.kernels import BUILTIN
+from tuner.kernels import KernelError
 from tuner.kernels import load_kernel
 from tuner.settings import Settings
 
@@ -90,8 +93,21 @@ def show_job(settings: Settings, job_id: int, console: Console) -> None:
         engine.dispose()
 
 
+def _space_defaults(kernels: set[str], settings: Settings) -> dict[str, Any]:
+    """Each kernel's fallback config for the lookup's ``default`` tier: its first seed."""
+    defaults = {}
+    for name in sorted(kernels):
+        try:
+            seeds = load_kernel(name, settings.kernel_roots).space.seed_configs()
+        except KernelError:
+            continue
+        if seeds:
+            defaults[name] = seeds[0]
+    return defaults
+
+
 def export_best(settings: Settings, out: Path, kernel: str | None,
-                device_kind: str | None) -> int:
+                device_kind: str | None, python: Path | None = None) -> int:
     engine = _open_engine(settings)
     try:
         with session_factory(engine)() as session:
@@ -99,7 +115,12 @@ def export_best(settings: Settings, out: Path, kernel: str | None,
             document = export_rows(rows, safe_url(settings.db_url))
     finally:
         engine.dispose()
+    document["defaults"] = _space_defaults({e["kernel"] for e in document["configs"]},
+                                           settings)
     write_export(document, out)
+    if python is not None:
+        python.parent.mkdir(parents=True, exist_ok=True)
+        python.write_text(python_module(document))
     return len(document["configs"])
 
 

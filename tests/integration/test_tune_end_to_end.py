@@ -86,10 +86,23 @@ def test_tune_stores_every_trial_and_serves_the_best(cli_env, tmp_path):
             "if m in sys.modules]]))")
     config, heavy = json.loads(_python(code, {**cli_env, "TUNER_DB_URL": "sqlite:///x"}))
     assert config == json.loads(best.config) and heavy == []
-    missing = ("from tuner import best_config; "
-               f"print(best_config('matmul', {{'M': 1, 'N': 1, 'K': 1}}, 'fp16', "
-               f"source={str(out)!r}))")
-    assert _python(missing, cli_env) == "None"
+    # Another problem is served by the nearest tuned one, and says so; another dtype, with
+    # nothing tuned, by the kernel's default (its first seed config).
+    other = ("import json; from tuner import best_config; "
+             f"c = best_config('matmul', {{'M': 1, 'N': 1, 'K': 1}}, 'fp16', "
+             f"source={str(out)!r}); print(json.dumps([c, c.tier, c.problem, c.stale])); "
+             f"print(best_config('matmul', {PROBLEM!r}, 'bf16', source={str(out)!r}).tier)")
+    nearest, default = _python(other, cli_env).splitlines()
+    assert json.loads(nearest) == [json.loads(best.config), "nearest", PROBLEM, False]
+    assert default == "default"
+
+    # A fresh process without the database launches the kernel with the exported config.
+    launched = subprocess.run(
+        [sys.executable, "examples/use_tuned_config.py", str(out)], cwd=ROOT, timeout=300,
+        env={**cli_env, "TRITON_INTERPRET": "1", "TUNER_DB_URL": "sqlite:////nonexistent/x.db"},
+        capture_output=True, text=True)
+    assert launched.returncode == 0, launched.stderr
+    assert "launched with the tuned config" in launched.stdout
 
 
 def test_dashboard_serves_the_studies(cli_env):

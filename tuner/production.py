@@ -1,0 +1,94 @@
+"""Tuned configs in production code: ``triton.Config`` lists and a launcher decorator.
+
+    from tuner.production import triton_configs, tuned
+
+    @triton.autotune(configs=triton_configs("matmul", "bf16", "h100-sxm", top_k=4), key=["M"])
+    @triton.jit
+    def my_matmul(...): ...
+
+    @tuned("matmul", problem=lambda a, b, c: {"M": a.shape[0], "N": b.shape[1],
+                                               "K": a.shape[1]}, dtype="fp16")
+    def launch(a, b, c, *, config):      # config: the tuned parameters for this problem
+        ...
+
+``tuned`` looks the config up at call time through ``tuner.best_config`` (cached per process:
+the first call per problem does I/O, later ones cost a dict lookup), and passes it as
+``config=`` unless the caller gives one. Only ``triton_configs`` imports Triton.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from collections.abc import Mapping
+from typing import Any
+from typing import TypeVar
+
+from tuner.lookup import best_config
+
+F = TypeVar("F", bound=Callable[..., Any])
+LAUNCH_OPTIONS = ("num_warps", "num_stages")
+
+
+def stored_configs(kernel: str, dtype: str, device_kind: str | None = None,
+                   source: str | None = None) -> list[tuple[dict[str, Any], float]]:
+    """Distinct stored best configs of a kernel (all problems), best fraction first."""
+    from tuner.lookup import _entries
+    from tuner.lookup import default_source
+
+    entries = _entries(source or default_source(), kernel, dtype)
+    best: dict[str, tuple[dict[str, Any], float]] = {}
+    for e in entries:
+        if device_kind is not None and e["device_kind"] != device_kind:
+            continue
+        key = repr(sorted(e["config"].items()))
+        if key not in best or e["fraction"] > best[key][1]:
+            best[key] = (dict(e["config"]), e["fraction"])
+    return sorted(best.values(), key=lambda cf: -cf[1])
+
+
+def to_triton_config(config: Mapping[str, Any]) -> Any:
+    """A ``triton.Config``: meta-parameters as kwargs, warps and stages as launch options."""
+    import triton
+
+    meta = {k: v for k, v in config.items() if k not in LAUNCH_OPTIONS}
+    return triton.Config(meta, num_warps=int(config.get("num_warps", 4)),
+                         num_stages=int(config.get("num_stages", 3)))
+
+
+def triton_configs(kernel: str, dtype: str, device_kind: str | None = None, top_k: int = 4,
+                   source: str | None = None) -> list[Any]:
+    """The ``top_k`` best distinct stored configs as ``triton.Config`` objects, for
+    ``@triton.autotune(configs=...)``; raises ``LookupError`` when none is stored."""
+    found = stored_configs(kernel, dtype, device_kind, source)[:top_k]
+    if not found:
+        raise LookupError(f"no tuned configs for {kernel} {dtype}"
+                          + (f" on {device_kind}" if device_kind else ""))
+    return [to_triton_config(c) for c, _ in found]
+
+
+def tuned(kernel: str, problem: Callable[..., Mapping[str, int]],
+          dtype: str | Callable[..., str], device_kind: str | None = None,
+          source: str | None = None, default: Mapping[str, Any] | None = None,
+          ) -> Callable[[F], F]:
+    """Decorate a launcher so that it receives the tuned ``config=`` for its arguments.
+
+    ``problem(*args, **kwargs)`` gives the problem sizes, ``dtype`` is a name or a function of
+    the arguments. With nothing tuned and no ``default``, the call raises ``LookupError``.
+    """
+
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        def launcher(*args: Any, **kwargs: Any) -> Any:
+            if "config" not in kwargs:
+                dt = dtype(*args, **kwargs) if callable(dtype) else dtype
+                config = best_config(kernel, problem(*args, **kwargs), dt, device_kind,
+                                     source=source, default=default)
+                if config is None:
+                    raise LookupError(f"no tuned config for {kernel} {dt}")
+                kwargs["config"] = config
+            return fn(*args, **kwargs)
+
+        return launcher  # type: ignore[return-value]
+
+    return wrap
