@@ -1,0 +1,144 @@
+"""Lookup benchmark: what ``tuner.best_config`` costs production code, beside a plain dict.
+
+One run, one machine:
+
+* **hot path**: the same key asked again (cached in the process) — per-call latency, median of
+  ``--batches`` batches of ``--calls`` calls, beside a plain ``dict`` lookup plus copy of the
+  same config in the same run (the floor);
+* **first call**: the uncached call for a new key (cache cleared before each), against an
+  export file, SQLite and a private PostgreSQL, each holding ``--rows`` best configs.
+
+The rows come from one real tuning job (matmul on the interpreter, 2 trials) whose best-config
+row is copied to ``--rows`` problems. Prints a table and writes JSON (``--out``).
+
+    python benchmarks/lookup.py --rows 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tuner import lookup  # noqa: E402
+
+KERNEL, DTYPE = "matmul", "fp16"
+
+
+def _problem(i: int) -> dict[str, int]:
+    return {"M": 64 + i, "N": 64, "K": 64}
+
+
+def populate(db_url: str, rows: int) -> None:
+    """One real tuning job, then its best-config row copied to ``rows`` problems."""
+    import os
+
+    from db.models import BestConfig
+    from db.session import make_engine
+    from db.session import session_factory
+    from tuner.api import tune
+    from tuner.types import problem_hash
+
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    tune(KERNEL, "M=64,N=64,K=64", dtype=DTYPE, trials=2, backend="interpret",
+         confirm_top=0, db=db_url)
+    engine = make_engine(db_url)
+    with session_factory(engine).begin() as session:
+        first = session.scalars(sa.select(BestConfig)).one()
+        columns = [c.key for c in BestConfig.__table__.columns if c.key != "id"]
+        for i in range(1, rows):
+            row = BestConfig(**{c: getattr(first, c) for c in columns})
+            row.problem = _problem(i)
+            row.problem_hash = problem_hash(row.problem)
+            row.problem_key = f"M{row.problem['M']}-N64-K64"
+            session.add(row)
+    engine.dispose()
+
+
+def hot_path_us(source: str, calls: int, batches: int) -> dict[str, float]:
+    problem = _problem(7)
+    lookup.clear_cache()
+    answer = lookup.best_config(KERNEL, problem, DTYPE, source=source)
+    assert answer is not None
+    plain = {(KERNEL, tuple(sorted(problem.items())), DTYPE): dict(answer)}
+
+    def batch(fn: Any) -> float:
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        return (time.perf_counter() - start) / calls * 1e6
+
+    key = (KERNEL, tuple(sorted(problem.items())), DTYPE)
+    ours = [batch(lambda: lookup.best_config(KERNEL, problem, DTYPE, source=source))
+            for _ in range(batches)]
+    floor = [batch(lambda: dict(plain[key])) for _ in range(batches)]
+    return {"best_config_us": statistics.median(ours), "dict_us": statistics.median(floor)}
+
+
+def first_call_ms(source: str, repeats: int = 5) -> float:
+    times = []
+    for i in range(repeats):
+        lookup.clear_cache()
+        start = time.perf_counter()
+        answer = lookup.best_config(KERNEL, _problem(100 + i), DTYPE, source=source)
+        times.append((time.perf_counter() - start) * 1e3)
+        assert answer is not None and answer.tier == "exact"
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1000)
+    parser.add_argument("--calls", type=int, default=100_000)
+    parser.add_argument("--batches", type=int, default=7)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" /
+                        "lookup.json")
+    args = parser.parse_args()
+
+    from tuner.cli_views import export_best
+    from tuner.settings import Settings
+    from tuner.testing.services import PostgresServer
+
+    report: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()},
+                              "host": platform.node(), "date": time.strftime("%Y-%m-%d")}
+    with tempfile.TemporaryDirectory() as tmp:
+        sqlite = f"sqlite:///{tmp}/tuner.db"
+        populate(sqlite, args.rows)
+        export = Path(tmp) / "best.json"
+        export_best(Settings.from_env().with_db(sqlite), export, None, None)
+        postgres = PostgresServer()
+        try:
+            pg = postgres.url
+            populate(pg, args.rows)
+            sources = {"export file": str(export), "sqlite": sqlite, "postgresql": pg}
+            report["hot_path"] = {name: hot_path_us(src, args.calls, args.batches)
+                                  for name, src in sources.items()}
+            report["first_call_ms"] = {name: first_call_ms(src)
+                                       for name, src in sources.items()}
+        finally:
+            postgres.close()
+    print(f"\nlookup of one config among {args.rows} stored (median of {args.batches} "
+          f"batches of {args.calls} calls)")
+    print(f"{'source':>12} {'hot path µs':>12} {'dict µs':>9} {'ratio':>6} {'first call ms':>14}")
+    for name, hot in report["hot_path"].items():
+        ratio = hot["best_config_us"] / hot["dict_us"]
+        print(f"{name:>12} {hot['best_config_us']:12.2f} {hot['dict_us']:9.2f} {ratio:6.1f} "
+              f"{report['first_call_ms'][name]:14.2f}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=1) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
