@@ -324,13 +324,15 @@ def db_upgrade(db: DbOption = None) -> None:
     console.print(f"{safe_url(settings.db_url)} is at revision {revision}")
 
 
-def _register_advisor() -> None:
-    from tuner.cli_advisor import register
+def _register_more() -> None:
+    from tuner import cli_advisor
+    from tuner import cli_production
 
-    register(app, friendly, console, settings_for)
+    cli_advisor.register(app, friendly, console, settings_for)
+    cli_production.register(app, friendly, console, settings_for)
 
 
-_register_advisor()
+_register_more()
 
 
 def main() -> None:

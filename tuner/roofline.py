@@ -33,6 +33,11 @@ class Ceilings:
     def peak(self, compute_dtype: str) -> float | None:
         return self.tflops.get(compute_dtype)
 
+    def host_peak(self, compute_dtype: str) -> float | None:
+        """On a CPU any dtype can be computed at the fastest measured rate (by converting),
+        so that rate bounds them all: the ceiling is the largest measured peak."""
+        return max(self.tflops.values()) if compute_dtype in self.tflops else None
+
 
 @dataclass(frozen=True)
 class Roof:
@@ -90,12 +95,15 @@ def score(m: Measurement) -> Score | None:
             basis = "predicted"
         if basis_ceilings is not None:
             spec = device_spec(m.device_kind or "") if sheet else None
-            r = roof(m.flops, m.min_bytes, basis_ceilings.peak(m.compute_dtype),
-                     basis_ceilings.bandwidth_gbps, m.exps, spec.exp_per_s if spec else None)
+            peak = basis_ceilings.host_peak(m.compute_dtype) if m.device_kind == "cpu" \
+                and not sheet else basis_ceilings.peak(m.compute_dtype)
+            r = roof(m.flops, m.min_bytes, peak, basis_ceilings.bandwidth_gbps, m.exps,
+                     spec.exp_per_s if spec else None)
             frac_measured = None
             if measured is not None:
-                rm = roof(m.flops, m.min_bytes, measured.peak(m.compute_dtype),
-                          measured.bandwidth_gbps)
+                host = m.device_kind == "cpu"
+                rm = roof(m.flops, m.min_bytes, measured.host_peak(m.compute_dtype) if host
+                          else measured.peak(m.compute_dtype), measured.bandwidth_gbps)
                 frac_measured = rm.roof_ms / m.median_ms
             seconds = m.median_ms / 1e3
             return Score(

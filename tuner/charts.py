@@ -1,0 +1,113 @@
+"""Charts as PNG files (matplotlib, no display): the roofline of a set of measured points, and
+a search's history. Used by the study notes, ``tuner report`` and ``tuner profile --chart``.
+
+Units: intensity in FLOP/byte, throughput in TFLOP/s, bandwidth in GB/s, peaks in TFLOP/s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+STATUS_COLOURS = {"ok": "tab:blue", "best": "tab:red"}
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured thing on a roofline chart."""
+
+    intensity: float
+    tflops: float
+    label: str = ""
+    size: float = 30.0
+    colour: str = "tab:blue"
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def device_ceilings(device_kind: str | None, cache_dir: Path | None = None,
+                    ) -> tuple[dict[str, float], float] | None:
+    """(peak TFLOP/s by dtype, GB/s): the datasheet of a GPU kind, or the host's measured
+    ceilings (cached by the workers) for ``cpu``; None when unknown."""
+    from tuner.devices import device_spec
+
+    spec = device_spec(device_kind or "")
+    if spec is not None:
+        return dict(spec.tflops), spec.bandwidth_gbps
+    if device_kind == "cpu":
+        from workers.calibrate import cached_ceilings
+
+        data = cached_ceilings("cpu", "cpu", cache_dir)
+        return dict(data["tflops"]), float(data["bandwidth_gbps"])
+    return None
+
+
+def roofline_png(points: Sequence[Point], ceilings: tuple[Mapping[str, float], float] | None,
+                 path: Path, title: str) -> int:
+    """Points under the memory slope and compute ceilings; returns the points drawn."""
+    import numpy as np
+
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
+    drawn = [p for p in points if p.intensity > 0 and p.tflops > 0]
+    xs = [p.intensity for p in drawn] or [1.0]
+    low, high = min([*xs, 0.1]) / 3, max([*xs, 1000.0]) * 3
+    intensities = np.logspace(np.log10(low), np.log10(high), 200)
+    if ceilings is not None:
+        peaks, bandwidth = ceilings
+        memory = bandwidth * 1e9 * intensities / 1e12
+        if peaks:
+            memory = np.minimum(memory, max(peaks.values()))
+        ax.plot(intensities, memory, color="black", lw=1, label=f"memory {bandwidth:.0f} GB/s")
+        for dtype, peak in sorted(peaks.items()):
+            ax.axhline(peak, ls="--", lw=0.8, color="grey")
+            ax.text(low, peak * 1.05, f"{dtype} {peak:.3g} TFLOP/s", fontsize=7)
+    for p in drawn:
+        ax.scatter([p.intensity], [p.tflops], s=p.size, alpha=0.6, color=p.colour)
+        if p.label:
+            ax.annotate(p.label, (p.intensity, p.tflops), fontsize=7)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("achieved TFLOP/s")
+    ax.set_title(title, fontsize=10)
+    if ceilings is not None:
+        ax.legend(loc="lower right", fontsize=8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return len(drawn)
+
+
+def history_png(series: Mapping[str, Sequence[float | None]], path: Path, title: str) -> None:
+    """Per problem: each measured trial's fraction (dots) and the best so far (line)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4), dpi=110)
+    for name, fractions in series.items():
+        best, line = 0.0, []
+        for i, f in enumerate(fractions):
+            if f is not None:
+                ax.scatter([i], [f], s=10, alpha=0.5)
+                best = max(best, f)
+            line.append(best)
+        ax.plot(range(len(line)), line, lw=1.5, label=name)
+    ax.set_xlabel("measured trial (in order)")
+    ax.set_ylabel("roofline fraction")
+    ax.set_title(title, fontsize=10)
+    if series:
+        ax.legend(fontsize=7)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -1,0 +1,124 @@
+"""``tuner report JOB``: one HTML page (with its PNG charts beside it) about a tuning job.
+
+The page holds, in order: the job's settings; the best config of each problem against the
+roofline; the roofline chart of every measured trial (arithmetic intensity vs achieved
+TFLOP/s under the device's roofs; the best of each problem in red); the search history (each
+trial's fraction and the best so far, per problem); and the breakdown of trials by status
+with one example error each. Element ids (``best-configs``, ``roofline``, ``history``,
+``failures``) are stable for tests and scripts.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy.orm as so
+
+from db import repository as repo
+from db.models import Job
+from db.models import Problem
+from db.models import Trial
+from tuner.charts import Point
+from tuner.charts import device_ceilings
+from tuner.charts import history_png
+from tuner.charts import roofline_png
+
+STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:70em;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;
+text-align:left;font-size:.9em}th{background:#f3f3f3}img{max-width:100%;border:1px solid #eee}
+code{font-size:.85em}"""
+
+
+def _table(element_id: str, header: list[str], rows: list[list[Any]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
+                   for row in rows)
+    return f'<table id="{element_id}"><tr>{head}</tr>{body}</table>'
+
+
+def _fmt(value: float | None, digits: int = 4) -> str:
+    return "–" if value is None else f"{value:.{digits}g}"
+
+
+def _config_text(config: dict[str, Any] | None) -> str:
+    return " ".join(f"{k}={v}" for k, v in (config or {}).items()) or "–"
+
+
+def _charts(job: Job, problems: list[Problem], trials: list[Trial], out: Path,
+            cache_dir: Path | None) -> tuple[int, str]:
+    best_ids = {p.best_trial_id for p in problems}
+    points = [Point(t.intensity, t.tflops, "best" if t.id in best_ids else "",
+                    60 if t.id in best_ids else 20,
+                    "tab:red" if t.id in best_ids else "tab:blue")
+              for t in trials if t.status == "ok" and t.intensity and t.tflops]
+    kind = job.spec.get("device_kind")
+    try:
+        ceilings = device_ceilings(kind, cache_dir)
+    except Exception:  # no calibration possible here: plot the points without roofs
+        ceilings = None
+    drawn = roofline_png(points, ceilings, out / "roofline.png",
+                         f"job {job.id}: {job.kernel} on {kind}")
+    series = {p.problem_key: [t.fraction for t in trials
+                              if t.problem_id == p.id and t.status not in ("invalid",
+                                                                           "cancelled")]
+              for p in problems}
+    history_png(series, out / "history.png", f"job {job.id}: search history")
+    return drawn, str(kind)
+
+
+def build_report(sessions: so.sessionmaker[so.Session], job_id: int, out: Path,
+                 cache_dir: Path | None = None) -> Path:
+    """Write ``report.html``, ``roofline.png`` and ``history.png`` under ``out``; returns the
+    page's path. Raises ``LookupError`` for an unknown job."""
+    with sessions() as session:
+        job = repo.get_job(session, job_id)
+        if job is None:
+            raise LookupError(f"no job {job_id}")
+        problems = list(repo.problems_of(session, job_id))
+        trials = list(repo.trials_of_job(session, job_id))
+        counts = repo.status_counts(session, job_id)
+        session.expunge_all()
+    out.mkdir(parents=True, exist_ok=True)
+    drawn, kind = _charts(job, problems, trials, out, cache_dir)
+    by_id = {t.id: t for t in trials}
+    best_rows: list[list[Any]] = []
+    for p in problems:
+        t = by_id.get(p.best_trial_id or -1)
+        if t is None:
+            best_rows.append([p.problem_key, p.status, p.measured, "–", "–", "–", "–", "–",
+                              p.stop_reason or ""])
+            continue
+        best_rows.append([p.problem_key, p.status, p.measured, _config_text(t.config),
+                          _fmt(p.best_fraction), _fmt(t.confirm_ms or t.median_ms),
+                          _fmt(t.roof_ms), t.bound or "–", p.stop_reason or ""])
+    errors: dict[str, str] = {}
+    for t in trials:
+        if t.error and t.status not in errors:
+            errors[t.status] = t.error.strip().splitlines()[0][:200]
+    ordered = sorted(counts.items(), key=lambda kv: -kv[1])
+    failure_rows = [[status, n, errors.get(status, "")] for status, n in ordered]
+    spec = job.spec
+    settings: list[list[Any]] = [
+        ["kernel", job.kernel], ["dtype", spec.get("dtype")], ["device kind", kind],
+        ["backend", spec.get("backend")], ["sampler", spec.get("sampler")],
+        ["status", job.status], ["trials", len(trials)]]
+    page = f"""<!doctype html><html><head><meta charset="utf-8">
+<title>tuner report: job {job.id} ({html.escape(job.kernel)})</title><style>{STYLE}</style>
+</head><body><h1>Job {job.id}: {html.escape(job.kernel)}</h1>
+{_table("job", ["setting", "value"], settings)}
+<h2>Best configs</h2>
+{_table("best-configs", ["problem", "status", "measured", "config", "roofline fraction",
+                         "median ms", "roofline ms", "bound", "stopped because"], best_rows)}
+<h2>Roofline</h2><p>{drawn} measured trials; the best of each problem in red.</p>
+<img id="roofline" src="roofline.png" alt="roofline chart of every measured trial">
+<h2>Search history</h2>
+<img id="history" src="history.png" alt="fraction of each trial and the best so far">
+<h2>Trials by status</h2>
+{_table("failures", ["status", "trials", "example error"], failure_rows)}
+</body></html>
+"""
+    path = out / "report.html"
+    path.write_text(page)
+    return path

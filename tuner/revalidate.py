@@ -1,0 +1,108 @@
+"""``tuner revalidate``: re-measure stored best configs and report regressions beyond noise.
+
+After a Triton, driver or hardware change the stored winners may no longer be as fast. Each
+selected best config (those this machine can run: ``cpu`` rows on the interpreter, GPU rows on
+``cuda`` when the local GPU is of their kind) is measured again in an isolated bench process
+and compared with its stored time. A change counts only beyond the noise:
+``max(threshold, 3 · cv)`` of the new measurement (cv = its coefficient of variation).
+Predicted (``model:``) and recorded (``replay:``) rows have nothing to re-measure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from dataclasses import dataclass
+from typing import Any
+
+from db import repository as repo
+from db.session import make_engine
+from db.session import session_factory
+from tuner.settings import Settings
+from tuner.types import BenchmarkRequest
+
+
+@dataclass
+class Revalidation:
+    """One stored best config measured again (times in ms)."""
+
+    kernel: str
+    problem_key: str
+    dtype: str
+    device_kind: str
+    stored_ms: float
+    new_ms: float | None
+    change: float | None  # new / stored − 1
+    noise: float | None
+    verdict: str  # same | regressed | improved | <failure status> | skipped
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def local_backend(device_kind: str) -> str | None:
+    """The backend that can re-measure a row of ``device_kind`` here, if any."""
+    if device_kind == "cpu":
+        return "interpret"
+    import shutil
+    import subprocess
+
+    from tuner.devices import normalise_device_name
+
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:  # names of the local GPUs, without initialising CUDA here
+        out = subprocess.run([exe, "--query-gpu=name", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    kinds = {normalise_device_name(line.strip()) for line in out.splitlines() if line.strip()}
+    return "cuda" if device_kind in kinds else None
+
+
+def revalidate(settings: Settings, kernel: str | None = None, device_kind: str | None = None,
+               threshold: float = 0.05) -> list[Revalidation]:
+    """Measure every selected stored best config again (see the module docstring)."""
+    from workers.bench_process import BenchProcess
+
+    engine = make_engine(settings.db_url)
+    try:
+        with session_factory(engine)() as session:
+            rows = list(repo.best_configs(session, kernel=kernel, device_kind=device_kind))
+            session.expunge_all()
+    finally:
+        engine.dispose()
+    processes: dict[str, BenchProcess] = {}
+    results = []
+    try:
+        for row in rows:
+            backend = None if row.backend.startswith(("model:", "replay:")) else \
+                local_backend(row.device_kind)
+            base: dict[str, Any] = dict(kernel=row.kernel, problem_key=row.problem_key,
+                                        dtype=row.dtype, device_kind=row.device_kind,
+                                        stored_ms=row.median_ms)
+            if backend is None:
+                results.append(Revalidation(**base, new_ms=None, change=None, noise=None,
+                                            verdict="skipped"))
+                continue
+            if backend not in processes:
+                processes[backend] = BenchProcess(backend, cache_dir=settings.cache_dir,
+                                                  kernel_roots=settings.kernel_roots)
+            m = processes[backend].run(BenchmarkRequest(
+                trial_id=row.trial_id, attempt=1, job_id=row.job_id, kernel=row.kernel,
+                problem=dict(row.problem), dtype=row.dtype, params=dict(row.config),
+                backend=backend, device_kind=row.device_kind))
+            if m.status != "ok" or m.median_ms is None:
+                results.append(Revalidation(**base, new_ms=None, change=None, noise=None,
+                                            verdict=m.status))
+                continue
+            noise = max(threshold, 3 * (m.cv or 0.0))
+            change = m.median_ms / row.median_ms - 1
+            verdict = "regressed" if change > noise else \
+                "improved" if change < -noise / (1 + noise) else "same"
+            results.append(Revalidation(**base, new_ms=m.median_ms, change=change,
+                                        noise=noise, verdict=verdict))
+    finally:
+        for proc in processes.values():
+            proc.close()
+    return results
