@@ -30,12 +30,12 @@ def register(app: typer.Typer, friendly: Callable[[Any], Any], console: Console,
     ) -> None:
         """Write an HTML report of a job (roofline of every trial, best configs, failures by
         status, search history) with its PNG charts."""
-        from db.session import make_engine
         from db.session import session_factory
+        from tuner.cli_views import open_engine
         from tuner.report import build_report
 
         settings = settings_for(db)
-        engine = make_engine(settings.db_url, create_parent=False)
+        engine = open_engine(settings)
         try:
             path = build_report(session_factory(engine), job, out, settings.cache_dir)
         except LookupError as exc:

@@ -28,7 +28,7 @@ from tuner.kernels import load_kernel
 from tuner.settings import Settings
 
 
-def _open_engine(settings: Settings) -> sa.Engine:
+def open_engine(settings: Settings) -> sa.Engine:
     """An engine on an existing, reachable database (``DatabaseError`` otherwise)."""
     path = sqlite_path(settings.db_url)
     if path is not None and not path.exists():
@@ -44,7 +44,7 @@ def _no_tables(exc: Exception) -> bool:
 
 
 def show_jobs(settings: Settings, limit: int, console: Console) -> None:
-    engine = _open_engine(settings)
+    engine = open_engine(settings)
     table = Table("job", "kernel", "dtype", "device", "backend", "status", "problems",
                   "measured", "best fraction", "created (UTC)", header_style="bold")
     try:
@@ -69,7 +69,7 @@ def show_jobs(settings: Settings, limit: int, console: Console) -> None:
 
 
 def show_job(settings: Settings, job_id: int, console: Console) -> None:
-    engine = _open_engine(settings)
+    engine = open_engine(settings)
     try:
         with session_factory(engine)() as session:
             job = repo.get_job(session, job_id)
@@ -108,7 +108,7 @@ def _space_defaults(kernels: set[str], settings: Settings) -> dict[str, Any]:
 
 def export_best(settings: Settings, out: Path, kernel: str | None,
                 device_kind: str | None, python: Path | None = None) -> int:
-    engine = _open_engine(settings)
+    engine = open_engine(settings)
     try:
         with session_factory(engine)() as session:
             rows = repo.best_configs(session, kernel=kernel, device_kind=device_kind)
@@ -130,14 +130,20 @@ def serve_dashboard(settings: Settings, host: str, port: int, err: Console) -> N
 
     from tuner.study import storage_for
 
-    engine = _open_engine(settings)
+    engine = open_engine(settings)
     engine.dispose()
     if host not in ("127.0.0.1", "localhost", "::1"):
         err.print("[yellow]warning:[/] optuna-dashboard has no authentication and can "
                   f"delete studies; it is now reachable on {host}")
     err.print(f"optuna-dashboard for {safe_url(settings.db_url)} on http://{host}:{port}/ "
               "(Ctrl-C to stop)")
-    run_server(storage_for(settings.db_url), host=host, port=port)
+    store = None
+    if settings.artifact_dir is not None:
+        from optuna.artifacts import FileSystemArtifactStore
+
+        settings.artifact_dir.mkdir(parents=True, exist_ok=True)
+        store = FileSystemArtifactStore(str(settings.artifact_dir))
+    run_server(storage_for(settings.db_url), host=host, port=port, artifact_store=store)
 
 
 def _param_text(p: Param) -> str:

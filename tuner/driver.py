@@ -133,6 +133,7 @@ class JobDriver:
             if self._advance(problem, cancelled=status == "cancelled"):
                 return True
         self.mirror.flush(self.job_id, self.kernel.space)
+        self.mirror.annotate(self.job_id)
         if status != "cancelled":
             with self.sessions.begin() as session:
                 repo.set_job_status(session, self.job_id, "completed")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import optuna
@@ -70,7 +71,10 @@ def frozen_trial(r: TrialRecord) -> optuna.trial.FrozenTrial:
 class Mirror:
     """Writes told trials of jobs into their Optuna studies (one instance per process)."""
 
-    def __init__(self, sessions: so.sessionmaker[so.Session], db_url: str) -> None:
+    def __init__(self, sessions: so.sessionmaker[so.Session], db_url: str,
+                 artifact_dir: Path | None = None, cache_dir: Path | None = None) -> None:
+        self.artifact_dir = artifact_dir
+        self.cache_dir = cache_dir
         self.sessions = sessions
         self.storage = storage_for(db_url)
         self.engine = make_engine(db_url)
@@ -120,6 +124,17 @@ class Mirror:
         """Mirror everything told so far (before a job is declared finished)."""
         while self.sync(job_id, space) > 0:
             pass
+
+    def annotate(self, job_id: int) -> None:
+        """Notes and roofline charts on the finished problems' studies (best effort: the
+        trials are recorded either way)."""
+        from tuner.study_notes import annotate_job
+
+        try:
+            annotate_job(self.sessions, self.storage, job_id, self.artifact_dir,
+                         self.cache_dir)
+        except Exception:
+            log.exception("annotating the studies of job %s failed", job_id)
 
 
 class MirrorThread:

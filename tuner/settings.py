@@ -10,6 +10,8 @@ Variables:
 * ``TUNER_DATA_DIR``: folder of the default SQLite file
   (default ``$XDG_DATA_HOME/tuner``, i.e. ``~/.local/share/tuner``);
 * ``TUNER_CACHE_DIR``: calibration and compile caches (default ``~/.cache/tuner``);
+* ``TUNER_ARTIFACT_DIR``: roofline charts attached to studies, served by ``tuner dashboard``
+  (default ``<data dir>/artifacts``; shared by the schedulers and the dashboard);
 * ``TUNER_BROKER_URL``: Celery broker of the distributed service
   (default ``redis://127.0.0.1:6379/0``);
 * ``TUNER_KERNEL_ROOTS``: ``:``-separated folders that user kernel files may be loaded from
@@ -48,6 +50,7 @@ class Settings:
     heartbeat_s: float = 10.0
     scheduler_lease_s: float = 30.0
     republish_s: float = 300.0
+    artifact_dir: Path | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -68,6 +71,8 @@ class Settings:
             heartbeat_s=float(env.get("TUNER_HEARTBEAT_S") or 10.0),
             scheduler_lease_s=float(env.get("TUNER_SCHEDULER_LEASE_S") or 30.0),
             republish_s=float(env.get("TUNER_REPUBLISH_S") or 300.0),
+            artifact_dir=Path(env["TUNER_ARTIFACT_DIR"]) if env.get("TUNER_ARTIFACT_DIR")
+            else data_dir / "artifacts",
         )
 
     def with_db(self, db_url: str | None) -> Settings:

@@ -1,0 +1,88 @@
+"""What a finished problem's Optuna study shows in optuna-dashboard beyond its trials: a note
+summarising the best config against the roofline, and the roofline chart of its trials as an
+artifact (when an artifact folder is configured: ``TUNER_ARTIFACT_DIR``, default
+``<data dir>/artifacts``; ``tuner dashboard`` serves the same folder).
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from pathlib import Path
+
+import optuna
+import sqlalchemy.orm as so
+
+from db import repository as repo
+from db.models import Problem
+from db.models import Trial
+from tuner.charts import Point
+from tuner.charts import device_ceilings
+from tuner.charts import roofline_png
+
+log = logging.getLogger(__name__)
+
+
+def note_markdown(problem: Problem, best: Trial | None, counts: dict[str, int]) -> str:
+    """The study note: the winner against the roofline, why the search stopped, outcomes."""
+    lines = [f"## {problem.problem_key}", ""]
+    if best is None:
+        lines.append("No config succeeded.")
+    else:
+        ms = best.confirm_ms or best.median_ms
+        config = ", ".join(f"`{k}={v}`" for k, v in best.config.items())
+        lines += [f"**Best config** (trial #{best.number}): {config}", "",
+                  f"**{problem.best_fraction or best.fraction or 0:.3g} of the roofline** "
+                  f"({best.score_basis} basis, "
+                  f"{best.bound}-bound): {ms:.4g} ms measured"
+                  + (" (re-timed interleaved)" if best.confirm_ms else "")
+                  + f" vs {best.roof_ms:.4g} ms roofline; {best.tflops or 0:.3g} TFLOP/s, "
+                  f"{best.gbps or 0:.3g} GB/s on {best.device_kind}."]
+    lines += ["", f"Stopped: {problem.stop_reason or 'running'}.", "",
+              "Trials by status: " + ", ".join(f"{s} {n}" for s, n in sorted(counts.items()))]
+    return "\n".join(lines)
+
+
+def annotate_job(sessions: so.sessionmaker[so.Session], storage: optuna.storages.BaseStorage,
+                 job_id: int, artifact_dir: Path | None, cache_dir: Path | None) -> int:
+    """Note (and chart) every finished problem of a job; returns how many were annotated."""
+    from optuna_dashboard import save_note
+
+    with sessions() as session:
+        problems = [p for p in repo.problems_of(session, job_id) if p.status == "done"]
+        trials = list(repo.trials_of_job(session, job_id))
+        session.expunge_all()
+    done = 0
+    for p in problems:
+        mine = [t for t in trials if t.problem_id == p.id]
+        counts: dict[str, int] = {}
+        for t in mine:
+            counts[t.status] = counts.get(t.status, 0) + 1
+        best = next((t for t in mine if t.id == p.best_trial_id), None)
+        study = optuna.load_study(study_name=p.study_name, storage=storage)
+        save_note(study, note_markdown(p, best, counts))
+        if artifact_dir is not None:
+            _upload_chart(study, p, mine, best, artifact_dir, cache_dir)
+        done += 1
+    return done
+
+
+def _upload_chart(study: optuna.Study, problem: Problem, trials: list[Trial],
+                  best: Trial | None, artifact_dir: Path, cache_dir: Path | None) -> None:
+    from optuna.artifacts import FileSystemArtifactStore
+    from optuna.artifacts import upload_artifact
+
+    points = [Point(t.intensity, t.tflops, "best" if t is best else "",
+                    60 if t is best else 20, "tab:red" if t is best else "tab:blue")
+              for t in trials if t.status == "ok" and t.intensity and t.tflops]
+    kind = best.device_kind if best else None
+    try:
+        ceilings = device_ceilings(kind, cache_dir)
+    except Exception:  # no ceilings to draw here: the points alone
+        ceilings = None
+    artifact_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"roofline-{problem.problem_key}.png"
+        roofline_png(points, ceilings, path, f"{problem.study_name}: roofline of its trials")
+        upload_artifact(artifact_store=FileSystemArtifactStore(str(artifact_dir)),
+                        file_path=str(path), study_or_trial=study, mimetype="image/png")
