@@ -26,6 +26,9 @@ def register(app: typer.Typer, friendly: Callable[[Any], Any], console: Console,
         job: Annotated[int, typer.Argument(help="Job id.")],
         out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write into.")] =
         Path("report"),
+        profile: Annotated[Path | None, typer.Option(
+            help="A profile (tuner profile --out x.json) whose roofline chart to include.")]
+        = None,
         db: Annotated[str | None, typer.Option(help="Database URL.")] = None,
     ) -> None:
         """Write an HTML report of a job (roofline of every trial, best configs, failures by
@@ -37,7 +40,9 @@ def register(app: typer.Typer, friendly: Callable[[Any], Any], console: Console,
         settings = settings_for(db)
         engine = open_engine(settings)
         try:
-            path = build_report(session_factory(engine), job, out, settings.cache_dir)
+            if profile is not None and not profile.is_file():
+                raise UsageError(f"no such profile: {profile}")
+            path = build_report(session_factory(engine), job, out, settings.cache_dir, profile)
         except LookupError as exc:
             raise UsageError(str(exc)) from None
         finally:

@@ -68,10 +68,28 @@ def _charts(job: Job, problems: list[Problem], trials: list[Trial], out: Path,
     return drawn, str(kind)
 
 
+def _profile_section(profile_path: Path | None, out: Path) -> str:
+    """The roofline chart of a ``tuner profile --out`` file, when one is given."""
+    if profile_path is None:
+        return ""
+    import json
+
+    from tuner.advisor.chart import roofline_chart
+    from tuner.advisor.profile import Profile
+
+    profile = Profile.from_json(json.loads(profile_path.read_text()))
+    n = roofline_chart(profile, profile.peaks, profile.bandwidth_gbps,
+                       out / "profile_roofline.png")
+    return (f'<h2>Profile of {html.escape(profile.program)}</h2><p>{n} operator groups on '
+            f'{html.escape(profile.device_kind)}; size: share of the program\'s time.</p>'
+            '<img id="profile" src="profile_roofline.png" alt="roofline of the profile">')
+
+
 def build_report(sessions: so.sessionmaker[so.Session], job_id: int, out: Path,
-                 cache_dir: Path | None = None) -> Path:
-    """Write ``report.html``, ``roofline.png`` and ``history.png`` under ``out``; returns the
-    page's path. Raises ``LookupError`` for an unknown job."""
+                 cache_dir: Path | None = None, profile: Path | None = None) -> Path:
+    """Write ``report.html``, ``roofline.png`` and ``history.png`` under ``out`` (and, given a
+    profile from ``tuner profile --out``, its roofline chart); returns the page's path.
+    Raises ``LookupError`` for an unknown job."""
     with sessions() as session:
         job = repo.get_job(session, job_id)
         if job is None:
@@ -117,6 +135,7 @@ def build_report(sessions: so.sessionmaker[so.Session], job_id: int, out: Path,
 <img id="history" src="history.png" alt="fraction of each trial and the best so far">
 <h2>Trials by status</h2>
 {_table("failures", ["status", "trials", "example error"], failure_rows)}
+{_profile_section(profile, out)}
 </body></html>
 """
     path = out / "report.html"

@@ -47,14 +47,19 @@ def test_studies_carry_a_note_and_a_roofline_chart(tuned, tmp_path):
                                              "Debian's chromium package)")
 def test_report_renders_in_headless_chromium(tuned, cli_env, tmp_path):
     out = tmp_path / "report"
-    run_cli(["report", "1", "--out", str(out)], cli_env, check=True)
+    profile = tmp_path / "profile.json"
+    run_cli(["profile", "examples/mlp_block.py", "--out", str(profile), "--json"], cli_env,
+            check=True)
+    run_cli(["report", "1", "--out", str(out), "--profile", str(profile)], cli_env, check=True)
     page = out / "report.html"
-    assert {p.name for p in out.iterdir()} >= {"report.html", "roofline.png", "history.png"}
+    assert {p.name for p in out.iterdir()} >= {"report.html", "roofline.png", "history.png",
+                                               "profile_roofline.png"}
     assert CHROMIUM is not None
     common = [CHROMIUM, *CHROME_FLAGS, f"--user-data-dir={tmp_path / 'chrome'}"]
     dom = subprocess.run([*common, "--dump-dom", page.as_uri()], capture_output=True,
                          text=True, timeout=120).stdout
-    for element in ('id="best-configs"', 'id="roofline"', 'id="history"', 'id="failures"'):
+    for element in ('id="best-configs"', 'id="roofline"', 'id="history"', 'id="failures"',
+                    'id="profile"'):
         assert element in dom
     assert "BLOCK_M=" in dom and "<td>ok</td>" in dom
     shot = tmp_path / "shot.png"
