@@ -238,7 +238,8 @@ def best(
         help="Exported JSON file or database URL (default: the service database).")] = None,
     db: DbOption = None,
 ) -> None:
-    """Print the best stored config for a kernel, problem and dtype as JSON."""
+    """Print the config to use for a kernel, problem and dtype as JSON; the tier that served
+    it (exact, bucket, nearest, default) and any staleness go to stderr."""
     from tuner.lookup import best_config
 
     problem = parse_shape(shape, _dims_of(kernel, settings_for(db)))
