@@ -54,6 +54,8 @@ def roofline_command(kernel: str | None, shape: str | None, dtype: str | None,
 
     if tokens_for:
         dims = parse_shape(tokens_for, ("K", "N"))
+        if set(dims) != {"K", "N"}:
+            raise UsageError("--tokens-for needs K and N, e.g. --tokens-for K=4096,N=4096")
         rows = tokens_table(dims["K"], dims["N"], dtype or "bf16")
         _emit({"K": dims["K"], "N": dims["N"], "dtype": dtype or "bf16", "devices": rows},
               as_json, out, console)
@@ -69,9 +71,10 @@ def roofline_command(kernel: str | None, shape: str | None, dtype: str | None,
     if kernel:
         from tuner.kernels import load_kernel
 
-        if not shape:
-            raise UsageError("give --shape with a kernel, e.g. --shape M=4096,N=4096,K=4096")
         spec = load_kernel(kernel)
+        if not shape:
+            example = ",".join(f"{k}={v}" for k, v in spec.example_problem.items())
+            raise UsageError(f"give --shape with a kernel, e.g. --shape {example}")
         problem = parse_shape(shape, spec.dims)
         errors = spec.problem_errors(problem) + spec.dtype_errors(dtype or spec.dtypes[0])
         if errors:

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from db import repository as repo
-from db.session import make_engine
 from db.session import session_factory
 from tuner.settings import Settings
 from tuner.types import BenchmarkRequest
@@ -63,13 +62,18 @@ def local_backend(device_kind: str) -> str | None:
 def revalidate(settings: Settings, kernel: str | None = None, device_kind: str | None = None,
                threshold: float = 0.05) -> list[Revalidation]:
     """Measure every selected stored best config again (see the module docstring)."""
+    from tuner.cli_views import open_engine
     from workers.bench_process import BenchProcess
 
-    engine = make_engine(settings.db_url)
+    engine = open_engine(settings)  # DatabaseError (one line) when there is none
     try:
         with session_factory(engine)() as session:
             rows = list(repo.best_configs(session, kernel=kernel, device_kind=device_kind))
             session.expunge_all()
+    except Exception as exc:
+        if "no such table" in str(exc) or "does not exist" in str(exc):
+            return []  # nothing tuned there yet
+        raise
     finally:
         engine.dispose()
     processes: dict[str, BenchProcess] = {}

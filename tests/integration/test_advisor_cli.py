@@ -70,6 +70,8 @@ def test_plan_reads_a_saved_profile(cli_env, tmp_path):
     (["profile", MLP, "--device-kind", "tpu"], "unknown device kind"),
     (["plan", "missing.json"], "cannot read the profile"),
     (["roofline"], "give a kernel"),
+    (["roofline", "--tokens-for", "K=4096"], "needs K and N"),
+    (["roofline", "softmax"], "--shape M=4096,N=4096"),
 ])
 def test_bad_input_gets_one_line(cli_env, args, message):
     proc = run_cli(args, cli_env)

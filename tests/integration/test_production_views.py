@@ -82,10 +82,12 @@ def test_revalidate_re_measures_the_stored_winner(tuned, cli_env):
     assert row["change"] == pytest.approx(row["new_ms"] / row["stored_ms"] - 1)
 
 
-def test_report_without_a_database_is_one_line(cli_env):
-    proc = run_cli(["report", "1"], cli_env)
+@pytest.mark.parametrize("args", [["report", "1"], ["revalidate"]])
+def test_without_a_database_is_one_line(cli_env, tmp_path, args):
+    proc = run_cli(args, cli_env)
     assert proc.returncode == 2 and "no database" in proc.stderr
     assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "data").exists()  # and nothing was created
 
 
 def test_report_of_an_unknown_job_is_one_line(tuned, cli_env):
