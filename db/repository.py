@@ -8,7 +8,6 @@ a row and then writes it back unguarded.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
 from collections.abc import Sequence
 from typing import Any
 
@@ -253,16 +252,6 @@ def best_configs(session: so.Session, *, kernel: str | None = None,
     if device_kind is not None:
         query = query.where(BestConfig.device_kind == device_kind)
     return session.scalars(query).all()
-
-
-def best_config_rows(session: so.Session, kernel: str, problem_hash: str, dtype: str,
-                     device_kinds: Iterable[str] | None = None) -> Sequence[BestConfig]:
-    query = sa.select(BestConfig).where(BestConfig.kernel == kernel,
-                                        BestConfig.problem_hash == problem_hash,
-                                        BestConfig.dtype == dtype)
-    if device_kinds is not None:
-        query = query.where(BestConfig.device_kind.in_(list(device_kinds)))
-    return session.scalars(query.order_by(BestConfig.fraction.desc())).all()
 
 
 def best_configs_of(session: so.Session, kernel: str, dtype: str) -> Sequence[BestConfig]:

@@ -92,6 +92,13 @@ def check_reachable(url: str) -> None:
         engine.dispose()
 
 
+def is_missing_tables(exc: BaseException) -> bool:
+    """True when ``exc`` says the service's tables do not exist yet (SQLite or PostgreSQL):
+    nothing was ever stored there."""
+    text = str(exc)
+    return "no such table" in text or "does not exist" in text
+
+
 def safe_url(url: str) -> str:
     """``url`` with its password hidden, for messages and logs."""
     try:

@@ -13,6 +13,7 @@ from rich.table import Table
 from db import repository as repo
 from db.session import DatabaseError
 from db.session import check_reachable
+from db.session import is_missing_tables
 from db.session import make_engine
 from db.session import safe_url
 from db.session import session_factory
@@ -38,11 +39,6 @@ def open_engine(settings: Settings) -> sa.Engine:
     return make_engine(settings.db_url)
 
 
-def _no_tables(exc: Exception) -> bool:
-    text = str(exc)
-    return "no such table" in text or "does not exist" in text
-
-
 def show_jobs(settings: Settings, limit: int, console: Console) -> None:
     engine = open_engine(settings)
     table = Table("job", "kernel", "dtype", "device", "backend", "status", "problems",
@@ -58,10 +54,10 @@ def show_jobs(settings: Settings, limit: int, console: Console) -> None:
                     f"{max(fractions):.4g}" if fractions else "–",
                     job.created_at.strftime("%Y-%m-%d %H:%M:%S"))
     except sa.exc.OperationalError as exc:
-        if not _no_tables(exc):
+        if not is_missing_tables(exc):
             raise
     except sa.exc.ProgrammingError as exc:
-        if not _no_tables(exc):
+        if not is_missing_tables(exc):
             raise
     finally:
         engine.dispose()

@@ -33,7 +33,6 @@ from typing import Any
 
 from tuner.types import problem_hash
 
-TIERS = ("exact", "bucket", "nearest", "default")
 _CACHE: dict[tuple[Any, ...], TunedConfig | None] = {}
 _ENTRIES: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
 _FILES: dict[str, dict[str, Any]] = {}
@@ -54,11 +53,6 @@ class TunedConfig(dict[str, Any]):
         clone = TunedConfig(self)
         clone.__dict__.update(self.__dict__)
         return clone
-
-    def describe(self) -> dict[str, Any]:
-        return {"config": dict(self), "tier": self.tier, "problem": self.problem,
-                "device_kind": self.device_kind, "fraction": self.fraction,
-                "stale": self.stale, "stale_reasons": self.stale_reasons}
 
 
 def default_source(env: Mapping[str, str] | None = None) -> str:
@@ -94,7 +88,8 @@ def _read_file(source: str) -> dict[str, Any]:
     return doc
 
 
-def _entries(source: str, kernel: str, dtype: str) -> list[dict[str, Any]]:
+def stored_entries(source: str, kernel: str, dtype: str) -> list[dict[str, Any]]:
+    """Every stored best config of (kernel, dtype) in ``source`` (loaded once per process)."""
     key = (source, kernel, dtype)
     if key in _ENTRIES:
         return _ENTRIES[key]
@@ -109,6 +104,7 @@ def _entries(source: str, kernel: str, dtype: str) -> list[dict[str, Any]]:
 
 def _from_db(source: str, kernel: str, dtype: str) -> list[dict[str, Any]]:
     from db import repository as repo
+    from db.session import is_missing_tables
     from db.session import make_engine
     from db.session import session_factory
 
@@ -119,9 +115,9 @@ def _from_db(source: str, kernel: str, dtype: str) -> list[dict[str, Any]]:
             return [{"problem": dict(r.problem), "device_kind": r.device_kind,
                      "fraction": r.fraction, "config": dict(r.config),
                      "fingerprint": dict(r.fingerprint or {})} for r in rows]
-    except Exception as exc:  # missing tables: nothing tuned there yet
-        if "no such table" in str(exc) or "does not exist" in str(exc):
-            return []
+    except Exception as exc:
+        if is_missing_tables(exc):
+            return []  # nothing tuned there yet
         raise
     finally:
         engine.dispose()
@@ -142,10 +138,9 @@ def _version(package: str) -> str | None:
 
 def _kernel_file(kernel: str) -> Path | None:
     """The file whose hash the service stored for a built-in kernel (found, not imported)."""
-    from tuner.kernels.registry import BUILTIN
+    from tuner.kernels.registry import builtin_module
 
-    module = BUILTIN[kernel].split(":")[0] if kernel in BUILTIN else (
-        "tuner.kernels.matmul_epilogue" if kernel.startswith("matmul+") else None)
+    module = builtin_module(kernel)
     if module is None:
         return None
     spec = importlib.util.find_spec(module)
@@ -199,7 +194,7 @@ def _answer(source: str, kernel: str, problem: Mapping[str, int], dtype: str,
             ) -> TunedConfig | None:
     if bucket not in BUCKETS:
         raise ValueError(f"unknown bucket {bucket!r} (choose from {', '.join(BUCKETS)})")
-    entries = _entries(source, kernel, dtype)
+    entries = stored_entries(source, kernel, dtype)
     if device_kind is not None:
         entries = [e for e in entries if e["device_kind"] == device_kind]
     chosen = _choose(entries, problem, BUCKETS[bucket])

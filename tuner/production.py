@@ -33,10 +33,10 @@ LAUNCH_OPTIONS = ("num_warps", "num_stages")
 def stored_configs(kernel: str, dtype: str, device_kind: str | None = None,
                    source: str | None = None) -> list[tuple[dict[str, Any], float]]:
     """Distinct stored best configs of a kernel (all problems), best fraction first."""
-    from tuner.lookup import _entries
     from tuner.lookup import default_source
+    from tuner.lookup import stored_entries
 
-    entries = _entries(source or default_source(), kernel, dtype)
+    entries = stored_entries(source or default_source(), kernel, dtype)
     best: dict[str, tuple[dict[str, Any], float]] = {}
     for e in entries:
         if device_kind is not None and e["device_kind"] != device_kind:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from db import repository as repo
+from db.session import is_missing_tables
 from db.session import session_factory
 from tuner.settings import Settings
 from tuner.types import BenchmarkRequest
@@ -71,7 +72,7 @@ def revalidate(settings: Settings, kernel: str | None = None, device_kind: str |
             rows = list(repo.best_configs(session, kernel=kernel, device_kind=device_kind))
             session.expunge_all()
     except Exception as exc:
-        if "no such table" in str(exc) or "does not exist" in str(exc):
+        if is_missing_tables(exc):
             return []  # nothing tuned there yet
         raise
     finally:

@@ -45,6 +45,7 @@ from search_spaces import Context  # noqa: E402
 from tuner.devices import device_spec  # noqa: E402
 from tuner.devices import target_limits  # noqa: E402
 from tuner.kernels import load_kernel  # noqa: E402
+from tuner.roofline import Ceilings  # noqa: E402
 from tuner.roofline import roof  # noqa: E402
 from tuner.types import TimingSettings  # noqa: E402
 from workers.bench import relative_error  # noqa: E402
@@ -60,10 +61,10 @@ def _device(cache: Path) -> Any:
 def _score(ms: float, flops: float, nbytes: float, compute: str, kind: str,
            ceilings: dict[str, Any]) -> dict[str, float]:
     spec = device_spec(kind)
-    peaks = dict(spec.tflops) if spec else dict(ceilings["tflops"])
-    bandwidth = spec.bandwidth_gbps if spec else float(ceilings["bandwidth_gbps"])
-    peak = peaks.get(compute) if spec else max(peaks.values())
-    r = roof(flops, nbytes, peak, bandwidth)
+    basis = Ceilings(tflops=spec.tflops, bandwidth_gbps=spec.bandwidth_gbps) if spec \
+        else Ceilings.from_json(ceilings)
+    peak = basis.host_peak(compute) if kind == "cpu" else basis.peak(compute)
+    r = roof(flops, nbytes, peak, basis.bandwidth_gbps)
     return {"median_ms": ms, "fraction": r.roof_ms / ms, "tflops": flops / ms / 1e9,
             "gbps": nbytes / ms / 1e6, "bound": r.bound}  # type: ignore[dict-item]
 

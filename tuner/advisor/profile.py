@@ -29,6 +29,7 @@ from tuner.advisor.fusion import FusionChain
 from tuner.advisor.fusion import find_chains
 from tuner.advisor.op_costs import op_cost
 from tuner.devices import device_spec
+from tuner.roofline import Ceilings
 from tuner.roofline import roof
 
 
@@ -116,23 +117,27 @@ def _top_level(events: Sequence[Any], on_gpu: bool) -> list[Call]:
     return calls
 
 
-def _ceilings(device: str) -> tuple[str, dict[str, float], float, bool]:
-    """(device kind, peak TFLOP/s by dtype, bandwidth GB/s, measured?) of the running device."""
+def _ceilings(device: str) -> tuple[str, dict[str, float], float]:
+    """(device kind, peak TFLOP/s by dtype, bandwidth GB/s) of the running device: the
+    datasheet of a known GPU, else its (or the host's) measured ceilings."""
+    from tuner.charts import device_ceilings
+    from tuner.settings import Settings
+
+    cache_dir = Settings.from_env().cache_dir
+    kind = "cpu"
     if device == "cuda":
         import torch
 
         from tuner.devices import normalise_device_name
 
         kind = normalise_device_name(torch.cuda.get_device_name())
-        spec = device_spec(kind)
-        if spec is not None:
-            return kind, dict(spec.tflops), spec.bandwidth_gbps, False
-    from tuner.settings import Settings
-    from workers.calibrate import cached_ceilings
+    found = device_ceilings(kind, cache_dir)
+    if found is None:  # a GPU the datasheet table does not know
+        from workers.calibrate import cached_ceilings
 
-    data = cached_ceilings(device, device, Settings.from_env().cache_dir)
-    return ("cpu" if device == "cpu" else device), dict(data["tflops"]), \
-        float(data["bandwidth_gbps"]), True
+        data = cached_ceilings("cuda", kind, cache_dir)
+        found = dict(data["tflops"]), float(data["bandwidth_gbps"])
+    return kind, dict(found[0]), found[1]
 
 
 def summarise(program: str, calls: Sequence[Call], wall_ms: float, device: str,
@@ -140,6 +145,11 @@ def summarise(program: str, calls: Sequence[Call], wall_ms: float, device: str,
               target_kind: str) -> Profile:
     """Group the calls and score them (see the module docstring)."""
     target = device_spec(target_kind)
+    ceilings = Ceilings(tflops=peaks, bandwidth_gbps=bandwidth_gbps)
+
+    def peak(dtype: str) -> float | None:  # a CPU computes any dtype at its fastest rate
+        return ceilings.host_peak(dtype) if device == "cpu" else ceilings.peak(dtype)
+
     groups: dict[str, OpGroup] = {}
     for c in calls:
         key = json.dumps([c.op, c.shapes, c.dtypes])
@@ -157,7 +167,7 @@ def summarise(program: str, calls: Sequence[Call], wall_ms: float, device: str,
         g.flops, g.min_bytes = cost.flops * g.calls, cost.min_bytes * g.calls
         if cost.min_bytes <= 0:
             continue
-        here = roof(g.flops, g.min_bytes, peaks.get(cost.compute_dtype), bandwidth_gbps)
+        here = roof(g.flops, g.min_bytes, peak(cost.compute_dtype), bandwidth_gbps)
         g.bound, g.roof_ms_here = here.bound, here.roof_ms
         g.fraction = here.roof_ms / g.time_ms if g.time_ms > 0 else None
         g.saving_ms = max(0.0, g.time_ms - here.roof_ms)
@@ -170,7 +180,7 @@ def summarise(program: str, calls: Sequence[Call], wall_ms: float, device: str,
     chains = find_chains(calls, target)
     for chain in chains:
         fused_here = roof(chain.flops, max(chain.min_bytes - chain.saved_bytes, 1.0),
-                          peaks.get(chain.dtype or "fp32"), bandwidth_gbps).roof_ms
+                          peak(chain.dtype or "fp32"), bandwidth_gbps).roof_ms
         chain.saving_ms = max(0.0, chain.time_ms - fused_here * chain.occurrences)
     return Profile(program, device, device_kind, target_kind, wall_ms, op_ms, outside,
                    outside / wall_ms if wall_ms > 0 else 0.0, ordered, chains, dict(peaks),
@@ -193,6 +203,6 @@ def profile_program(program: str, argv: Sequence[str] = (), target_kind: str = "
             torch.cuda.synchronize()
         wall_ms = (time.perf_counter() - start) * 1e3
     calls = _top_level(prof.events(), on_gpu)
-    kind, peaks, bandwidth, _ = _ceilings("cuda" if on_gpu else "cpu")
+    kind, peaks, bandwidth = _ceilings("cuda" if on_gpu else "cpu")
     return summarise(program, calls, wall_ms, "cuda" if on_gpu else "cpu", kind, peaks,
                      bandwidth, target_kind)

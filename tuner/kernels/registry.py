@@ -41,6 +41,14 @@ def is_file_ref(ref: str) -> bool:
     return ":" in ref and ref.split(":", 1)[0].endswith(".py")
 
 
+def builtin_module(ref: str) -> str | None:
+    """The module defining a built-in kernel (a ``matmul+…`` name: the epilogue module), or
+    None for other references. Imports nothing."""
+    if ref in BUILTIN:
+        return BUILTIN[ref].split(":")[0]
+    return "tuner.kernels.matmul_epilogue" if ref.startswith("matmul+") else None
+
+
 def load_kernel(ref: str, roots: Sequence[Path] = ()) -> KernelSpec:
     """Resolve ``ref`` to a ``KernelSpec``.
 
