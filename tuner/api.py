@@ -26,6 +26,7 @@ from db.session import session_factory
 from tuner.cli_spec import JobOptions
 from tuner.cli_spec import build_spec
 from tuner.settings import Settings
+from tuner.types import DEFAULT_TRANSFER
 
 
 @dataclass
@@ -43,7 +44,8 @@ def tune(kernel: str, shapes: Sequence[str] | str, *, dtype: str | None = None,
          trials: int = 30, backend: str = "auto", device_kind: str | None = None,
          sampler: str = "auto", seed: int | None = None, parallel: int = 1,
          time_limit: float | None = None, target: float | None = None,
-         patience: int | None = None, confirm_top: int = 3, db: str | None = None,
+         patience: int | None = None, confirm_top: int = 3,
+         transfer: int = DEFAULT_TRANSFER, db: str | None = None,
          compile_timeout: float = 120, run_timeout: float = 60,
          verbose: bool = False) -> TuneResult:
     """Tune ``kernel`` (a built-in name or ``path/to/module.py:NAME``) on ``shapes``
@@ -54,7 +56,7 @@ def tune(kernel: str, shapes: Sequence[str] | str, *, dtype: str | None = None,
     shape_list = [shapes] if isinstance(shapes, str) else list(shapes)
     options = JobOptions(kernel, shape_list, dtype, backend, device_kind, trials, time_limit,
                          target, patience, sampler, seed, parallel, compile_timeout,
-                         run_timeout, None, None, confirm_top=confirm_top)
+                         run_timeout, None, None, confirm_top=confirm_top, transfer=transfer)
     spec, kernel_spec = build_spec(options, settings, submit=False)
     quiet = Console(file=io.StringIO()) if not verbose else Console(stderr=True)
     outcome = run_tune(spec, kernel_spec, settings, quiet, quiet)

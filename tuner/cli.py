@@ -41,6 +41,7 @@ from tuner.cli_spec import ShapeOpt
 from tuner.cli_spec import StaticCheckOpt
 from tuner.cli_spec import TargetOpt
 from tuner.cli_spec import TimeLimitOpt
+from tuner.cli_spec import TransferOpt
 from tuner.cli_spec import TrialsOpt
 from tuner.cli_spec import WarmupOpt
 from tuner.cli_spec import build_spec
@@ -48,6 +49,7 @@ from tuner.cli_spec import pick_kernel
 from tuner.kernels import KernelError
 from tuner.kernels import resolve_kernel
 from tuner.settings import Settings
+from tuner.types import DEFAULT_TRANSFER
 
 app = typer.Typer(
     name="tuner", no_args_is_help=True, add_completion=False,
@@ -107,7 +109,8 @@ def tune(
     sampler: SamplerOpt = "auto", seed: SeedOpt = None, parallel: ParallelOpt = 1,
     compile_timeout: CompileTimeoutOpt = 120, run_timeout: RunTimeoutOpt = 60,
     warmup_ms: WarmupOpt = None, rep_ms: RepOpt = None, static_check: StaticCheckOpt = None,
-    confirm_top: ConfirmTopOpt = 3, db: DbOption = None,
+    confirm_top: ConfirmTopOpt = 3, transfer: TransferOpt = DEFAULT_TRANSFER,
+    db: DbOption = None,
 ) -> None:
     """Tune KERNEL on this machine (blocking, no Redis): --parallel local bench processes."""
     from tuner.cli_tune import print_summary
@@ -118,7 +121,7 @@ def tune(
     options = JobOptions(ref, shape or [], dtype, backend, device_kind, trials, time_limit,
                          target, patience, sampler, seed, parallel, compile_timeout,
                          run_timeout, warmup_ms, rep_ms, static_check=static_check,
-                         confirm_top=confirm_top)
+                         confirm_top=confirm_top, transfer=transfer)
     spec, spec_kernel = build_spec(options, settings, submit=False)
     outcome = run_tune(spec, spec_kernel, settings, console, err)
     print_summary(outcome, settings, console)
@@ -137,6 +140,7 @@ def submit(
     compile_timeout: CompileTimeoutOpt = 120, run_timeout: RunTimeoutOpt = 60,
     warmup_ms: WarmupOpt = None, rep_ms: RepOpt = None, max_attempts: MaxAttemptsOpt = 3,
     static_check: StaticCheckOpt = None, confirm_top: ConfirmTopOpt = 3,
+    transfer: TransferOpt = DEFAULT_TRANSFER,
     idempotency_key: Annotated[str | None, typer.Option(
         help="Submitting again with the same key returns the same job.")] = None,
     db: DbOption = None,
@@ -149,7 +153,7 @@ def submit(
     options = JobOptions(ref, shape or [], dtype, backend, device_kind, trials, time_limit,
                          target, patience, sampler, seed, parallel, compile_timeout,
                          run_timeout, warmup_ms, rep_ms, max_attempts, idempotency_key,
-                         static_check, confirm_top)
+                         static_check, confirm_top, transfer)
     spec, spec_kernel = build_spec(options, settings, submit=True)
     submit_job(spec, spec_kernel, settings, console)
 

@@ -18,6 +18,7 @@ from tuner.kernels import BUILTIN
 from tuner.kernels import KernelSpec
 from tuner.kernels import resolve_kernel
 from tuner.settings import Settings
+from tuner.types import DEFAULT_TRANSFER
 from tuner.types import Budget
 from tuner.types import JobSpec
 from tuner.types import TimingSettings
@@ -73,6 +74,10 @@ StaticCheckOpt = Annotated[str | None, typer.Option(
 ConfirmTopOpt = Annotated[int, typer.Option(
     help="Re-time this many of the best configs interleaved before declaring the winner "
          "(0: no confirmation).")]
+TransferOpt = Annotated[int, typer.Option(
+    help="Measure first the best stored configs of this kernel and dtype on up to this many "
+         "related problems (same GPU kind first, then the nearest shape; --sampler auto only; "
+         "0: off).")]
 MaxAttemptsOpt = Annotated[int, typer.Option(
     help="Deliveries of a trial before it is marked lost (its worker vanished each time).")]
 
@@ -99,6 +104,7 @@ class JobOptions:
     idempotency_key: str | None = None
     static_check: str | None = None
     confirm_top: int = 3
+    transfer: int = DEFAULT_TRANSFER
 
 
 def static_check_for(option: str | None, backend: str, kind: str) -> str | None:
@@ -159,5 +165,5 @@ def build_spec(o: JobOptions, settings: Settings, *, submit: bool) -> tuple[JobS
         compile_timeout_s=o.compile_timeout, run_timeout_s=o.run_timeout,
         max_attempts=o.max_attempts, idempotency_key=o.idempotency_key,
         static_check=static_check_for(o.static_check, backend, kind),
-        confirm_top=o.confirm_top)
+        confirm_top=o.confirm_top, transfer=o.transfer)
     return spec, kernel

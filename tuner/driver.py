@@ -30,6 +30,7 @@ from db import repository as repo
 from db.models import Problem
 from db.models import Trial
 from db.models import utcnow
+from search_spaces import Config
 from search_spaces import Context
 from search_spaces import stable_hash
 from tuner.confirm import Confirmation
@@ -42,6 +43,8 @@ from tuner.results import fingerprint
 from tuner.search import Proposer
 from tuner.search import make_proposer
 from tuner.search.prior import model_prior
+from tuner.search.transfer import stored_best_rows
+from tuner.search.transfer import transfer_configs
 from tuner.study import Told
 from tuner.types import BenchmarkRequest
 from tuner.types import JobSpec
@@ -323,9 +326,11 @@ class JobDriver:
         run = self._runs.get(problem.id)
         if run is None:
             ctx = problem_context(self.kernel, self.spec, dict(problem.problem))
-            proposer = make_proposer(self.spec.sampler, self.kernel.space, ctx, self.spec.seed,
-                                     model_prior(self.kernel, self.spec, dict(problem.problem)))
             with self.sessions() as session:
+                warm = self._transfer(session, dict(problem.problem))
+                proposer = make_proposer(
+                    self.spec.sampler, self.kernel.space, ctx, self.spec.seed,
+                    model_prior(self.kernel, self.spec, dict(problem.problem)), warm)
                 history = [Told(t.number, dict(t.config), t.told, t.fraction
                                 if t.status == TrialStatus.OK else None)
                            for t in repo.trials_of_problem(session, problem.id)]
@@ -333,6 +338,14 @@ class JobDriver:
             run = _ProblemRun(problem.id, dict(problem.problem), proposer, ctx)
             self._runs[problem.id] = run
         return run
+
+    def _transfer(self, session: so.Session, problem: dict[str, int]) -> list[Config]:
+        """Stored best configs of related problems to start from (``JobSpec.transfer``)."""
+        if self.spec.transfer <= 0 or self.spec.sampler != "auto":
+            return []
+        rows = repo.best_configs_of(session, self.spec.kernel, self.spec.dtype)
+        return transfer_configs(stored_best_rows(rows), problem, self.spec.device_kind,
+                                self.spec.transfer)
 
 
 def _copied_result(original: Trial) -> dict[str, Any]:

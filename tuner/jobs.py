@@ -52,6 +52,8 @@ def validate(spec: JobSpec, kernel: KernelSpec) -> list[str]:
                       f"the device table ({', '.join(DEVICES)})")
     if spec.confirm_top < 0:
         errors.append("--confirm-top must be 0 (off) or more")
+    if spec.transfer < 0:
+        errors.append("--transfer must be 0 (off) or more")
     if spec.budget.trials < 1:
         errors.append("the trial budget must be at least 1")
     if spec.budget.wall_s is not None and spec.budget.wall_s <= 0:

@@ -252,6 +252,10 @@ class Budget(JsonRecord):
     patience: int | None = None
 
 
+#: How many stored best configs of related problems a job starts from (``--transfer``).
+DEFAULT_TRANSFER = 3
+
+
 @dataclass(frozen=True)
 class JobSpec(JsonRecord):
     """A tuning job as submitted: kernel, problems, dtype, where to run, how to search."""
@@ -276,6 +280,9 @@ class JobSpec(JsonRecord):
     #: Re-time the top ``confirm_top`` configs interleaved before declaring the winner
     #: (0 or 1: no confirmation).
     confirm_top: int = 3
+    #: Start the default search from the best stored configs of this kernel and dtype on up to
+    #: ``transfer`` related problems (``tuner.search.transfer``); 0: off.
+    transfer: int = DEFAULT_TRANSFER
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

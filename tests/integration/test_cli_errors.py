@@ -24,6 +24,7 @@ EMPTY = str(ROOT / "tests" / "kernels" / "empty_space.py") + ":EMPTY"
     (["tune", "matmul", "--shape", "M=4,N=4,K=4", "--trials", "0"], "at least 1"),
     (["tune", "matmul", "--shape", "M=4,N=4,K=4", "--backend", "tpu"], "unknown backend"),
     (["tune", "matmul", "--shape", "M=4,N=4,K=4", "--sampler", "magic"], "unknown sampler"),
+    (["tune", "matmul", "--shape", "M=4,N=4,K=4", "--transfer", "-1"], "--transfer must be 0"),
     (["tune", "matmul", "--shape", "M=4,N=4,K=4", "--backend", "interpret", "--device-kind",
       "h100-sxm"], "runs on the host CPU"),
     (["tune", EMPTY, "--shape", "N=10", "--backend", "interpret"], "has no valid config"),

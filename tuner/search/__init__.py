@@ -8,6 +8,7 @@ Every strategy is a *proposer*: ``ask() -> Asked | None`` (``None``: nothing lef
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Protocol
 
 from search_spaces import Config
@@ -30,13 +31,16 @@ class Proposer(Protocol):
 
 
 def make_proposer(name: str, space: SearchSpace, ctx: Context, seed: int | None,
-                  prior: Callable[[Config], float] | None = None) -> Proposer:
+                  prior: Callable[[Config], float] | None = None,
+                  warm_start: Sequence[Config] = ()) -> Proposer:
     """The named search. ``prior(config)``: a predicted log roofline fraction (``auto`` starts
-    from the configs it rates best and models only what it gets wrong)."""
+    from the configs it rates best and models only what it gets wrong). ``warm_start``: configs
+    ``auto`` measures first, when valid here (see ``tuner.search.transfer``); the Optuna
+    samplers ignore them."""
     if name == "auto":
         from tuner.search.model_search import ModelSearch
 
-        return ModelSearch(space, ctx, seed, prior=prior)
+        return ModelSearch(space, ctx, seed, prior=prior, warm_start=warm_start)
     if name in OPTUNA_SAMPLERS:
         return OptunaProposer(space, name, seed)
     raise ValueError(f"unknown search {name!r} (choose from {', '.join(SEARCHES)})")

@@ -4,11 +4,16 @@ It proposes only configs that satisfy every static constraint of the problem (th
 enumerated up front, or sampled when it is huge), never proposes a config twice, and spends the
 budget in two phases:
 
-1. **Space-filling start**: the space's seed configs that are valid (e.g. Triton's tutorial
-   list), then greedy maximin points in feature space, ``n_init`` in all;
+1. **Start**: the ``warm_start`` configs that are valid here (the best configs of related
+   problems, from the database: ``tuner.search.transfer``), the space's seed configs that are
+   valid (e.g. Triton's tutorial list), then valid configs drawn alternately uniformly at random
+   (typical configs) and by greedy maximin in feature space (the corners, where kernel optima
+   often sit: largest tiles, a flag on or off), ``n_init`` in all;
 2. **Model-guided**: a Gaussian process on log(roofline fraction) over every measured config
    (failed configs enter at the worst value seen, so the model learns to avoid their region)
-   ranks the unmeasured valid configs by expected improvement. Configs still in flight are
+   ranks the unmeasured valid configs by expected improvement; every ``local_every``-th
+   proposal instead maximises it among the configs that differ from one of the ``local_top``
+   best measured configs in a single parameter (local refinement). Configs still in flight are
    fantasised at their predicted value (kriging believer), so several proposals in a row
    spread out instead of piling onto one point.
 
@@ -45,7 +50,6 @@ REFIT_EVERY = 8
 #: Candidates scored by the model per proposal: a uniform sample plus the NEIGHBOURS nearest
 #: to each of the TOP_K best measured configs.
 MAX_SCORED = 4000
-SOFT_PICKS = 12
 TOP_K = 5
 NEIGHBOURS = 100
 
@@ -92,10 +96,15 @@ class ModelSearch:
     """Ask/tell proposer over the valid configs of one problem (see the module docstring)."""
 
     def __init__(self, space: SearchSpace, ctx: Context, seed: int | None,
-                 n_init: int = 7, init: str = "maximin", fail_penalty: float = 0.0,
+                 n_init: int = 7, init: str = "alternate", fail_penalty: float = 0.0,
                  xi: float = 0.0, local_every: int = 2,
-                 prior: Callable[[Config], float] | None = None) -> None:
+                 prior: Callable[[Config], float] | None = None,
+                 warm_start: Sequence[Config] = (), local_top: int = 3,
+                 local_moves: str = "line") -> None:
+        self.local_top = local_top
+        self.local_moves = local_moves
         self.space = space
+        self.warm_start = [dict(c) for c in warm_start]
         self.ctx = ctx
         self.rng = np.random.default_rng(seed)
         self.n_init = n_init
@@ -106,7 +115,6 @@ class ModelSearch:
         self.prior = prior
         self._prior = np.zeros(0)
         self._steps = 0
-        self._shift: np.ndarray | None = None
         self.encoder = Encoder(space)
         self._candidates: list[Config] | None = None
         self._x = np.zeros((0, 0))
@@ -124,7 +132,6 @@ class ModelSearch:
             self._candidates = valid_candidates(self.space, self.ctx, self.rng)
             self._index = {_key(c): i for i, c in enumerate(self._candidates)}
             self._x = self.encoder.encode_all(self._candidates)
-            self._shift = self.rng.random(self._x.shape[1])
             if self.prior is not None:
                 values = np.array([self.prior(c) for c in self._candidates], dtype=float)
                 finite = np.isfinite(values)
@@ -174,7 +181,7 @@ class ModelSearch:
 
     # -- phases -----------------------------------------------------------------------------------
     def _initial(self, free: list[int]) -> int:
-        for seed in self.space.seed_configs():
+        for seed in [*self.warm_start, *self.space.seed_configs()]:
             idx = self._index.get(_key(seed))
             if idx is not None and idx in free:
                 return idx
@@ -185,18 +192,11 @@ class ModelSearch:
             if not taken:
                 return int(pool[int(np.argmax(scores))])
             pool = pool[scores >= np.quantile(scores, 0.9)]
-        if self.init == "random" or (not taken and self.init in ("maximin", "soft")):
-            return int(free[int(self.rng.integers(len(free)))])
-        if self.init == "halton":
-            point = halton(len(taken), self._x.shape[1], self._shift)
-            dist = ((self._x[pool] - point) ** 2).sum(1)
-            return int(pool[int(np.argmin(dist))])
-        if not taken:  # "center": start from the config nearest the middle of every range
-            dist = ((self._x[pool] - self._x.mean(0)) ** 2).sum(1)
-            best = np.flatnonzero(dist == dist.min())
-            return int(pool[best[int(self.rng.integers(len(best)))]])
-        if self.init == "soft":  # maximin among a few random picks: spread out, not cornered
-            pool = self.rng.choice(pool, min(len(pool), SOFT_PICKS), replace=False)
+        # "alternate": every other point uniformly at random among the valid configs, the rest
+        # greedy maximin; "maximin": all maximin after a random first; "random": all random.
+        if self.init == "random" or not taken or (
+                self.init == "alternate" and len(taken) % 2 == 0):
+            return int(pool[int(self.rng.integers(len(pool)))])
         dist = np.full(len(pool), np.inf)
         for i in taken:
             dist = np.minimum(dist, ((self._x[pool] - self._x[i]) ** 2).sum(1))
@@ -223,10 +223,15 @@ class ModelSearch:
             self._gp.fit(np.vstack([x, self._x[pending]]), np.concatenate([y, believed]))
         self._steps += 1
         if self.local_every and self._steps % self.local_every == 0:
-            near = self._neighbours(done[int(np.argmax(ys))], free)
+            tops = [done[i] for i in np.argsort(-ys)[:self.local_top]]
+            near = np.unique(np.concatenate([self._neighbours(t, free) for t in tops]))
             if len(near):
-                mean, _ = self._gp.predict(self._x[near])
-                return int(near[int(np.argmax(mean + self._prior[near]))])
+                mean, std = self._gp.predict(self._x[near])
+                mean = mean + self._prior[near]
+                if self.local_moves == "step":  # best predicted one-step neighbour
+                    return int(near[int(np.argmax(mean))])
+                ei = expected_improvement(mean, std, float(ys.max()), self.xi)
+                return int(near[int(np.argmax(ei))])
         pool = self._pool(free, [done[i] for i in np.argsort(-ys)[:TOP_K]])
         mean, std = self._gp.predict(self._x[pool])
         mean = mean + self._prior[pool]
@@ -234,8 +239,9 @@ class ModelSearch:
         return int(pool[int(np.argmax(ei))])
 
     def _neighbours(self, idx: int, free: list[int]) -> np.ndarray:
-        """Unmeasured valid configs one step from candidate ``idx``: one ordered parameter
-        moved to an adjacent value, or one unordered parameter changed."""
+        """Unmeasured valid configs that differ from candidate ``idx`` in one parameter: any
+        other value of it ("line"), or, with ``local_moves="step"``, an ordered parameter's
+        adjacent values only."""
         assert self._candidates is not None
         base = self._candidates[idx]
         out = []
@@ -244,7 +250,8 @@ class ModelSearch:
             values = p.values()
             pos = values.index(base[p.name])
             moves = [values[j] for j in (pos - 1, pos + 1) if 0 <= j < len(values)] \
-                if p.ordered else [v for v in values if v != base[p.name]]
+                if p.ordered and self.local_moves == "step" else \
+                [v for v in values if v != base[p.name]]
             for v in moves:
                 j = self._index.get(_key({**base, p.name: v}))
                 if j is not None and j in free_set:
@@ -263,25 +270,6 @@ class ModelSearch:
             dist = ((self._x[everything] - self._x[i]) ** 2).sum(1)
             near.append(everything[np.argsort(dist)[:NEIGHBOURS]])
         return np.unique(np.concatenate([sample, *near]))
-
-
-PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79,
-          83, 89, 97, 101, 103, 107, 109, 113, 127, 131, 137, 139, 149, 151, 157, 163, 167)
-
-
-def radical_inverse(i: int, base: int) -> float:
-    inv, f = 0.0, 1.0 / base
-    while i > 0:
-        inv += f * (i % base)
-        i //= base
-        f /= base
-    return inv
-
-
-def halton(i: int, dims: int, shift: np.ndarray | None) -> np.ndarray:
-    """Point ``i`` of a Halton sequence in [0, 1)^dims, rotated by ``shift`` (mod 1)."""
-    point = np.array([radical_inverse(i + 1, PRIMES[d % len(PRIMES)]) for d in range(dims)])
-    return point if shift is None else (point + shift) % 1.0
 
 
 def _log(fraction: float | None) -> float | None:

@@ -1,0 +1,77 @@
+"""Transfer: a new job starts from the best stored configs of related problems."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from rich.console import Console
+
+from search_spaces import Context
+from search_spaces.recorded import load_recording
+from search_spaces.recorded import recorded_space
+from tests.conftest import db_rows
+from tests.conftest import replay_file
+from tuner.cli_tune import run_tune
+from tuner.kernels import resolve_kernel
+from tuner.search.model_search import ModelSearch
+from tuner.search.transfer import StoredBest
+from tuner.search.transfer import shape_distance
+from tuner.search.transfer import transfer_configs
+from tuner.types import Budget
+from tuner.types import JobSpec
+from tuner.types import TimingSettings
+
+QUIET = Console(file=io.StringIO())
+FAST = TimingSettings(warmup_ms=0, rep_ms=10, min_reps=2, max_reps=5)
+
+
+def test_related_problems_rank_by_device_kind_then_shape_distance():
+    assert shape_distance({"M": 4096, "N": 1024}, {"M": 2048, "N": 4096}) == 3.0
+    assert shape_distance({"M": 1}, {"N": 1}) == float("inf")
+    stored = [
+        StoredBest({"M": 64, "N": 64}, "a100", {"c": "other-gpu-same-shape"}),
+        StoredBest({"M": 4096, "N": 4096}, "h100-sxm", {"c": "far"}),
+        StoredBest({"M": 128, "N": 64}, "h100-sxm", {"c": "near"}),
+        StoredBest({"M": 256, "N": 64}, "h100-sxm", {"c": "near"}),  # same config: once
+        StoredBest({"M": 512, "N": 64}, "h100-sxm", {"c": "middle"}),
+    ]
+    assert transfer_configs(stored, {"M": 64, "N": 64}, "h100-sxm", limit=3) == [
+        {"c": "near"}, {"c": "middle"}, {"c": "far"}]
+    assert transfer_configs(stored, {"M": 64, "N": 64}, "h100-sxm", limit=5)[-1] == {
+        "c": "other-gpu-same-shape"}
+    assert transfer_configs(stored, {"M": 64, "N": 64}, "h100-sxm", limit=0) == []
+
+
+def test_default_search_measures_valid_warm_start_configs_first_and_skips_the_rest():
+    rec = load_recording(replay_file("pnpoly_RTX_3090.json.gz"))
+    space = recorded_space(rec)
+    ctx = Context(rec.problem(), "fp32")
+    first = {"between_method": 3, "block_size_x": 992, "tile_size": 2, "use_method": 2}
+    second = {"between_method": 1, "block_size_x": 32, "tile_size": 20, "use_method": 0}
+    not_in_space = {"between_method": 9, "block_size_x": 32, "tile_size": 20, "use_method": 0}
+    search = ModelSearch(space, ctx, seed=0, warm_start=[first, not_in_space, second])
+    assert [search.ask().config for _ in range(2)] == [first, second]
+
+
+def test_a_new_job_starts_from_the_best_config_stored_for_a_related_problem(settings):
+    def tune(problem: dict[str, int], transfer: int) -> None:
+        spec = JobSpec(kernel="matmul", problems=[problem], dtype="fp16", backend="interpret",
+                       device_kind="cpu", seed=5, budget=Budget(trials=3), parallel=1,
+                       timing=FAST, confirm_top=0, transfer=transfer)
+        run_tune(spec, resolve_kernel("matmul", "interpret", settings.kernel_roots), settings,
+                 QUIET, QUIET)
+
+    def first_config(job_id: int) -> dict[str, int]:
+        (row,) = db_rows(settings.db_url, "SELECT config FROM tuner_trials "
+                                          f"WHERE job_id = {job_id} AND number = 0")
+        return dict(json.loads(row.config))
+
+    tune({"M": 64, "N": 64, "K": 64}, transfer=0)
+    (best,) = db_rows(settings.db_url, "SELECT config FROM tuner_best_configs")
+    stored = json.loads(best.config)
+    without = first_config(1)  # job 1 started from the space's own seed configs
+    tune({"M": 64, "N": 64, "K": 128}, transfer=3)
+    assert first_config(2) == stored
+    tune({"M": 64, "N": 64, "K": 256}, transfer=0)  # off: starts where job 1 did
+    assert first_config(3) == without
