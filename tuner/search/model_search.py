@@ -99,10 +99,8 @@ class ModelSearch:
                  n_init: int = 7, init: str = "alternate", fail_penalty: float = 0.0,
                  xi: float = 0.0, local_every: int = 2,
                  prior: Callable[[Config], float] | None = None,
-                 warm_start: Sequence[Config] = (), local_top: int = 3,
-                 local_moves: str = "line") -> None:
+                 warm_start: Sequence[Config] = (), local_top: int = 3) -> None:
         self.local_top = local_top
-        self.local_moves = local_moves
         self.space = space
         self.warm_start = [dict(c) for c in warm_start]
         self.ctx = ctx
@@ -227,10 +225,7 @@ class ModelSearch:
             near = np.unique(np.concatenate([self._neighbours(t, free) for t in tops]))
             if len(near):
                 mean, std = self._gp.predict(self._x[near])
-                mean = mean + self._prior[near]
-                if self.local_moves == "step":  # best predicted one-step neighbour
-                    return int(near[int(np.argmax(mean))])
-                ei = expected_improvement(mean, std, float(ys.max()), self.xi)
+                ei = expected_improvement(mean + self._prior[near], std, float(ys.max()), self.xi)
                 return int(near[int(np.argmax(ei))])
         pool = self._pool(free, [done[i] for i in np.argsort(-ys)[:TOP_K]])
         mean, std = self._gp.predict(self._x[pool])
@@ -239,20 +234,16 @@ class ModelSearch:
         return int(pool[int(np.argmax(ei))])
 
     def _neighbours(self, idx: int, free: list[int]) -> np.ndarray:
-        """Unmeasured valid configs that differ from candidate ``idx`` in one parameter: any
-        other value of it ("line"), or, with ``local_moves="step"``, an ordered parameter's
-        adjacent values only."""
+        """Unmeasured valid configs that differ from candidate ``idx`` in one parameter (any
+        other value of it)."""
         assert self._candidates is not None
         base = self._candidates[idx]
         out = []
         free_set = set(free)
         for p in self.space.active_params(base):
-            values = p.values()
-            pos = values.index(base[p.name])
-            moves = [values[j] for j in (pos - 1, pos + 1) if 0 <= j < len(values)] \
-                if p.ordered and self.local_moves == "step" else \
-                [v for v in values if v != base[p.name]]
-            for v in moves:
+            for v in p.values():
+                if v == base[p.name]:
+                    continue
                 j = self._index.get(_key({**base, p.name: v}))
                 if j is not None and j in free_set:
                     out.append(j)
