@@ -8,6 +8,7 @@ for the few hundred points a tuning run has. Targets are standardised internally
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 
@@ -95,6 +96,15 @@ class GaussianProcess:
         v = self._chol_inv @ ks.T
         var = np.maximum(1.0 - (v * v).sum(0), 1e-12)
         return mean * self._std + self._mean, np.sqrt(var) * self._std
+
+
+def normal_scores(y: np.ndarray) -> np.ndarray:
+    """The Gaussian copula of ``y``: each value replaced by the standard normal quantile of its
+    rank, (rank + 0.5) / n, tied values sharing their mean rank. Order is kept; scale is not."""
+    _, inverse, counts = np.unique(y, return_inverse=True, return_counts=True)
+    ranks = (np.cumsum(counts) - counts + (counts - 1) / 2.0)[inverse]
+    inv = NormalDist().inv_cdf
+    return np.array([inv((r + 0.5) / len(y)) for r in ranks])
 
 
 def expected_improvement(mean: np.ndarray, std: np.ndarray, best: float,

@@ -13,15 +13,20 @@ budget in two phases:
    (failed configs enter at the worst value seen, so the model learns to avoid their region)
    ranks the unmeasured valid configs by expected improvement; every ``local_every``-th
    proposal instead maximises it among the configs that differ from one of the ``local_top``
-   best measured configs in a single parameter (local refinement). Configs still in flight are
-   fantasised at their predicted value (kriging believer), so several proposals in a row
-   spread out instead of piling onto one point.
+   best measured configs in a single parameter (local refinement; once ``widen_after``
+   measurements have brought no new best, also those that differ from the best config in two
+   parameters, so a search stuck where no single change pays gets out), under a second GP fitted
+   to the normal scores of the ranks (a Gaussian copula: near the optimum the differences
+   that matter are finer than the log model's noise). Configs still in flight are fantasised
+   at their predicted value (kriging believer), so several proposals in a row spread out
+   instead of piling onto one point.
 
 Measured: ``benchmarks/search_efficiency.py`` (README, "Search quality").
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable
@@ -37,6 +42,7 @@ from search_spaces import canonical_json
 from tuner.search.encoding import Encoder
 from tuner.search.gp import GaussianProcess
 from tuner.search.gp import expected_improvement
+from tuner.search.gp import normal_scores
 from tuner.study import Asked
 from tuner.study import Told
 
@@ -99,8 +105,10 @@ class ModelSearch:
                  n_init: int = 7, init: str = "alternate", fail_penalty: float = 0.0,
                  xi: float = 0.0, local_every: int = 2,
                  prior: Callable[[Config], float] | None = None,
-                 warm_start: Sequence[Config] = (), local_top: int = 3) -> None:
+                 warm_start: Sequence[Config] = (), local_top: int = 3,
+                 widen_after: int = 10) -> None:
         self.local_top = local_top
+        self.widen_after = widen_after
         self.space = space
         self.warm_start = [dict(c) for c in warm_start]
         self.ctx = ctx
@@ -121,8 +129,10 @@ class ModelSearch:
         self.pending: set[int] = set()
         self._numbers: dict[int, int] = {}  # trial number -> candidate
         self._next_number = 0
-        self._gp = GaussianProcess()
+        self._gp = GaussianProcess()  # on log fraction: the global steps
         self._fitted_at = -REFIT_EVERY
+        self._rank_gp = GaussianProcess()  # on normal scores of the ranks: the local steps
+        self._rank_fitted_at = -REFIT_EVERY
 
     # -- candidates -----------------------------------------------------------------------------
     def _ensure(self) -> list[Config]:
@@ -209,45 +219,64 @@ class ModelSearch:
         failed = [i for i, y in self.observed.items() if y is None]
         idx = done + failed
         y = np.concatenate([ys, np.full(len(failed), ys.min() - self.fail_penalty)])
-        y = y - self._prior[idx]  # the GP models what the prior gets wrong (zero without one)
-        x = self._x[idx]
-        if len(idx) - self._fitted_at >= REFIT_EVERY:
-            self._gp.fit_hyperparameters(x, y)
-            self._fitted_at = len(idx)
-        self._gp.fit(x, y)
-        if self.pending:  # kriging believer: in-flight configs count at their predicted value
-            pending = sorted(self.pending)
-            believed, _ = self._gp.predict(self._x[pending])
-            self._gp.fit(np.vstack([x, self._x[pending]]), np.concatenate([y, believed]))
         self._steps += 1
         if self.local_every and self._steps % self.local_every == 0:
             tops = [done[i] for i in np.argsort(-ys)[:self.local_top]]
-            near = np.unique(np.concatenate([self._neighbours(t, free) for t in tops]))
+            free_set = set(free)
+            moves = [self._moves(t, free_set, 1) for t in tops]
+            if self.widen_after and self._since_best() >= self.widen_after:
+                moves.append(self._moves(tops[0], free_set, 2))  # stuck: two at a time
+            near = np.unique(np.concatenate(moves))
             if len(near):
-                mean, std = self._gp.predict(self._x[near])
-                ei = expected_improvement(mean + self._prior[near], std, float(ys.max()), self.xi)
+                # Ranks, not log fractions: among near-optimal configs the differences that
+                # matter are far smaller than the log model's noise term.
+                # (The prior, in log-fraction units, plays no part here.)
+                scores = normal_scores(y)
+                self._fit(self._rank_gp, idx, scores, "_rank_fitted_at")
+                mean, std = self._rank_gp.predict(self._x[near])
+                ei = expected_improvement(mean, std, float(scores[:len(done)].max()), self.xi)
                 return int(near[int(np.argmax(ei))])
+        y = y - self._prior[idx]  # the GP models what the prior gets wrong (zero without one)
+        self._fit(self._gp, idx, y, "_fitted_at")
         pool = self._pool(free, [done[i] for i in np.argsort(-ys)[:TOP_K]])
         mean, std = self._gp.predict(self._x[pool])
         mean = mean + self._prior[pool]
         ei = expected_improvement(mean, std, float(ys.max()), self.xi)
         return int(pool[int(np.argmax(ei))])
 
-    def _neighbours(self, idx: int, free: list[int]) -> np.ndarray:
-        """Unmeasured valid configs that differ from candidate ``idx`` in one parameter (any
-        other value of it)."""
+    def _fit(self, gp: GaussianProcess, idx: list[int], y: np.ndarray, fitted_at: str) -> None:
+        """Fit ``gp`` to the measured candidates ``idx`` (targets ``y``), re-choosing its
+        hyperparameters every REFIT_EVERY new points; in-flight configs then count at their
+        predicted value (kriging believer), so successive proposals spread out."""
+        x = self._x[idx]
+        if len(idx) - getattr(self, fitted_at) >= REFIT_EVERY:
+            gp.fit_hyperparameters(x, y)
+            setattr(self, fitted_at, len(idx))
+        gp.fit(x, y)
+        if self.pending:
+            pending = sorted(self.pending)
+            believed, _ = gp.predict(self._x[pending])
+            gp.fit(np.vstack([x, self._x[pending]]), np.concatenate([y, believed]))
+
+    def _moves(self, idx: int, free: set[int], depth: int) -> np.ndarray:
+        """Unmeasured valid configs that differ from candidate ``idx`` in exactly ``depth``
+        parameters (any other values of them)."""
         assert self._candidates is not None
         base = self._candidates[idx]
         out = []
-        free_set = set(free)
-        for p in self.space.active_params(base):
-            for v in p.values():
-                if v == base[p.name]:
-                    continue
-                j = self._index.get(_key({**base, p.name: v}))
-                if j is not None and j in free_set:
+        for group in itertools.combinations(self.space.active_params(base), depth):
+            others = [[v for v in p.values() if v != base[p.name]] for p in group]
+            for values in itertools.product(*others):
+                moved = {**base, **{p.name: v for p, v in zip(group, values, strict=True)}}
+                j = self._index.get(_key(moved))
+                if j is not None and j in free:
                     out.append(j)
         return np.array(out, dtype=int)
+
+    def _since_best(self) -> int:
+        """Measurements finished since the best one so far (0: the last one is the best)."""
+        values = [-math.inf if y is None else y for y in self.observed.values()]
+        return len(values) - 1 - int(np.argmax(values))
 
     def _pool(self, free: list[int], best: list[int]) -> np.ndarray:
         """The candidates the model scores this step: all of them when few; else a uniform

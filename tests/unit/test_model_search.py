@@ -1,0 +1,68 @@
+"""The default search's parts: the rank transform of its local steps, and the local steps
+themselves (single-parameter moves from the best measured configs)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from search_spaces import Context
+from search_spaces.recorded import load_recording
+from search_spaces.recorded import recorded_space
+from tests.conftest import replay_file
+from tuner.search.gp import normal_scores
+from tuner.search.model_search import ModelSearch
+
+
+def test_normal_scores_keep_order_share_ties_and_are_symmetric():
+    scores = normal_scores(np.array([3.0, 1.0, 2.0, 1.0, 5.0]))
+    assert scores[1] == scores[3]  # tied values share their mean rank
+    assert scores[3] < scores[2] < scores[0] < scores[4]
+    assert abs(scores[4] - 1.2815515655) < 1e-6  # the 0.9 quantile: rank 4 of 5
+    distinct = normal_scores(np.array([0.3, -7.0, 2.0, 1.0]))
+    assert abs(distinct.sum()) < 1e-9  # (r + 0.5) / n is symmetric about the median
+    # Scale is gone: a near-tie at the top is as far apart as any two neighbours.
+    near = normal_scores(np.array([-2.0, -1.0, 0.0, 0.0001]))
+    assert near[3] - near[2] == near[1] - near[0]
+
+
+def test_every_second_guided_proposal_moves_a_best_config_widening_when_stuck():
+    """Local steps: one parameter of one of the three best configs; two parameters of the best
+    one too once ``widen_after`` measurements have brought no new best."""
+    rec = load_recording(replay_file("dedispersion_A4000.json.gz"))
+    space = recorded_space(rec)
+    search = ModelSearch(space, Context(rec.problem(), "fp32"), seed=3)
+    measured: list[tuple[float, dict]] = []
+    kinds = {"one": 0, "two": 0}
+    for n in range(80):
+        asked = search.ask()
+        assert asked is not None
+        guided = n - search.n_init + 1  # 1, 2, ... once the start is spent
+        if guided > 0 and guided % search.local_every == 0:
+            tops = [c for _, c in sorted(measured, key=lambda m: -m[0])[:search.local_top]]
+            changed = [sum(asked.config[k] != top[k] for k in top) for top in tops]
+            since_best = len(measured) - 1 - max(range(len(measured)),
+                                                 key=lambda i: measured[i][0])
+            if 1 in changed:
+                kinds["one"] += 1
+            else:
+                assert since_best >= search.widen_after and changed[0] == 2
+                kinds["two"] += 1
+        fraction = rec.best_time_ms() / rec.entries[rec.key_of(asked.config)]["time"]
+        measured.append((fraction, asked.config))
+        search.tell(asked.number, fraction)
+    assert sum(kinds.values()) == 36 and kinds["one"] > 0 and kinds["two"] > 0, kinds
+
+
+def test_moves_change_exactly_the_asked_number_of_parameters():
+    rec = load_recording(replay_file("pnpoly_RTX_3090.json.gz"))
+    space = recorded_space(rec)
+    search = ModelSearch(space, Context(rec.problem(), "fp32"), seed=0)
+    candidates = search._ensure()
+    free = set(range(len(candidates)))
+    base = candidates[0]
+    for depth in (1, 2):
+        moved = [candidates[j] for j in search._moves(0, free, depth)]
+        assert moved and all(sum(c[k] != base[k] for k in base) == depth for c in moved)
+        # every valid config at that distance is there
+        assert len(moved) == sum(sum(c[k] != base[k] for k in base) == depth
+                                 for c in candidates)
