@@ -1,5 +1,6 @@
 """The default search's parts: the rank transform of its local steps, and the local steps
-themselves (single-parameter moves from the best measured configs)."""
+themselves (single-parameter moves from the best measured configs, two-parameter moves from
+the best one when the search is stuck)."""
 
 from __future__ import annotations
 
