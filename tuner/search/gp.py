@@ -42,6 +42,7 @@ class GaussianProcess:
     def __init__(self) -> None:
         self.lengths: np.ndarray | None = None
         self.noise = 1e-2
+        self.tuned_at: int | None = None  # points the hyperparameters were last chosen on
 
     def _nll(self, x: np.ndarray, y: np.ndarray, lengths: np.ndarray, noise: float) -> float:
         k = matern52(x, x, lengths) + noise * np.eye(len(x))
@@ -70,7 +71,7 @@ class GaussianProcess:
                 value = self._nll(x, ys, trial, noise)
                 if value < nll:
                     nll, lengths = value, trial
-        self.lengths, self.noise = lengths, noise
+        self.lengths, self.noise, self.tuned_at = lengths, noise, len(x)
 
     def _standardise(self, y: np.ndarray) -> np.ndarray:
         self._mean = float(y.mean())

@@ -130,9 +130,7 @@ class ModelSearch:
         self._numbers: dict[int, int] = {}  # trial number -> candidate
         self._next_number = 0
         self._gp = GaussianProcess()  # on log fraction: the global steps
-        self._fitted_at = -REFIT_EVERY
         self._rank_gp = GaussianProcess()  # on normal scores of the ranks: the local steps
-        self._rank_fitted_at = -REFIT_EVERY
 
     # -- candidates -----------------------------------------------------------------------------
     def _ensure(self) -> list[Config]:
@@ -232,26 +230,25 @@ class ModelSearch:
                 # matter are far smaller than the log model's noise term.
                 # (The prior, in log-fraction units, plays no part here.)
                 scores = normal_scores(y)
-                self._fit(self._rank_gp, idx, scores, "_rank_fitted_at")
+                self._fit(self._rank_gp, idx, scores)
                 mean, std = self._rank_gp.predict(self._x[near])
                 ei = expected_improvement(mean, std, float(scores[:len(done)].max()), self.xi)
                 return int(near[int(np.argmax(ei))])
         y = y - self._prior[idx]  # the GP models what the prior gets wrong (zero without one)
-        self._fit(self._gp, idx, y, "_fitted_at")
+        self._fit(self._gp, idx, y)
         pool = self._pool(free, [done[i] for i in np.argsort(-ys)[:TOP_K]])
         mean, std = self._gp.predict(self._x[pool])
         mean = mean + self._prior[pool]
         ei = expected_improvement(mean, std, float(ys.max()), self.xi)
         return int(pool[int(np.argmax(ei))])
 
-    def _fit(self, gp: GaussianProcess, idx: list[int], y: np.ndarray, fitted_at: str) -> None:
+    def _fit(self, gp: GaussianProcess, idx: list[int], y: np.ndarray) -> None:
         """Fit ``gp`` to the measured candidates ``idx`` (targets ``y``), re-choosing its
         hyperparameters every REFIT_EVERY new points; in-flight configs then count at their
         predicted value (kriging believer), so successive proposals spread out."""
         x = self._x[idx]
-        if len(idx) - getattr(self, fitted_at) >= REFIT_EVERY:
+        if gp.tuned_at is None or len(idx) - gp.tuned_at >= REFIT_EVERY:
             gp.fit_hyperparameters(x, y)
-            setattr(self, fitted_at, len(idx))
         gp.fit(x, y)
         if self.pending:
             pending = sorted(self.pending)
