@@ -163,14 +163,29 @@ def trials_of_problem(session: so.Session, problem_id: int) -> Sequence[Trial]:
 
 
 def unmirrored_trials(session: so.Session, job_id: int,
-                      limit: int) -> list[tuple[Trial, str]]:
-    """Told trials of a job not yet copied into their Optuna study, with the study name."""
+                      limit: int) -> list[tuple[int, int, str]]:
+    """(trial id, problem id, study name) of told trials of a job not yet copied into their
+    Optuna study, in id order."""
     rows = session.execute(
-        sa.select(Trial, Problem.study_name).join(Problem, Problem.id == Trial.problem_id)
+        sa.select(Trial.id, Trial.problem_id, Problem.study_name)
+        .join(Problem, Problem.id == Trial.problem_id)
         .where(Trial.job_id == job_id, Trial.told.is_(True),
                Trial.optuna_trial_id.is_(None))
         .order_by(Trial.id).limit(limit)).all()
-    return [(t, str(name)) for t, name in rows]
+    return [(int(t), int(p), str(name)) for t, p, name in rows]
+
+
+def unmirrored_among(session: so.Session, trial_ids: Sequence[int]) -> list[Trial]:
+    """Those of ``trial_ids`` still without an Optuna trial, in id order."""
+    return list(session.scalars(
+        sa.select(Trial).where(Trial.id.in_(trial_ids), Trial.optuna_trial_id.is_(None))
+        .order_by(Trial.id)).all())
+
+
+def lock_problem(session: so.Session, problem_id: int) -> None:
+    """Hold the problem's row until the transaction ends (PostgreSQL; SQLite serialises
+    writers by itself)."""
+    session.execute(sa.select(Problem.id).where(Problem.id == problem_id).with_for_update())
 
 
 def set_optuna_trial_ids(session: so.Session, pairs: Sequence[tuple[int, int]]) -> None:
@@ -376,6 +391,17 @@ def lease_job(session: so.Session, job_id: int, owner: str, lease_s: float) -> b
         sa.update(Job).where(Job.id == job_id, sa.or_(
             Job.driver_owner.is_(None), Job.driver_owner == owner, Job.driver_lease_until < now))
         .values(driver_owner=owner, driver_lease_until=now + dt.timedelta(seconds=lease_s)))
+    return (result.rowcount or 0) == 1  # type: ignore[attr-defined]
+
+
+def hold_lease(session: so.Session, job_id: int, owner: str, lease_s: float) -> bool:
+    """Renew the lease only if ``owner`` still holds it; False once another scheduler took the
+    job over. The job's row stays locked until the transaction ends, so a takeover
+    (``lease_job``) waits for it: writes made under a held lease never interleave with the
+    next driver's."""
+    result = session.execute(
+        sa.update(Job).where(Job.id == job_id, Job.driver_owner == owner)
+        .values(driver_lease_until=utcnow() + dt.timedelta(seconds=lease_s)))
     return (result.rowcount or 0) == 1  # type: ignore[attr-defined]
 
 

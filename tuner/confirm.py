@@ -38,17 +38,16 @@ class Confirmation:
             return False
         if spec.backend.startswith(("replay:", "model:")):
             return False  # recorded or predicted times have no noise to confirm against
-        sessions = self.driver.sessions
         if problem.confirm_status == "pending":
             deadline = (spec.compile_timeout_s + spec.run_timeout_s) * spec.confirm_top \
                 + CONFIRM_MARGIN_S
             started = problem.confirm_started_at or utcnow()
             if utcnow() - started < dt.timedelta(seconds=deadline):
                 return True
-            with sessions.begin() as session:
+            with self.driver.transaction() as session:
                 repo.update_problem(session, problem.id, confirm_status="skipped")
             return False
-        with sessions.begin() as session:
+        with self.driver.transaction() as session:
             top = list(repo.top_trials(session, problem.id, spec.confirm_top))
             if len(top) < 2:
                 return False

@@ -6,6 +6,10 @@ lives in the database: a new driver for the same job resumes where the last one 
 trials are re-sent — a duplicate delivery is harmless — and trials whose worker vanished are
 requeued or marked lost by ``expire_leases``).
 
+Under a scheduler a driver holds the job's lease (``lease``: owner name and seconds): every
+transaction it writes in first renews that lease and fails with ``LeaseLost`` if another
+scheduler has taken the job over, so two drivers of one job never both write.
+
 Proposals come from an in-memory proposer (``tuner.study``) rebuilt from the trial table when a
 driver starts; told trials reach the problem's Optuna study in the database through
 ``tuner.mirror``, and a job is declared finished only once all of them are there.
@@ -18,9 +22,11 @@ to Optuna but cost nothing; a long streak of them stops the problem.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +70,10 @@ FINAL_JOB_STATES = ("completed", "failed")
 NOT_COUNTED = (TrialStatus.INVALID, TrialStatus.CANCELLED)
 
 
+class LeaseLost(RuntimeError):
+    """Another scheduler holds this job now; the transaction that found out was not made."""
+
+
 @dataclass
 class _ProblemRun:
     problem_id: int
@@ -81,9 +91,11 @@ class JobDriver:
     def __init__(self, sessions: so.sessionmaker[so.Session], db_url: str, job_id: int,
                  kernel: KernelSpec, queue: BenchQueue, mirror: Mirror,
                  on_told: Callable[[Trial], None] | None = None, *,
-                 heartbeat_s: float | None = None, republish_s: float | None = None) -> None:
+                 heartbeat_s: float | None = None, republish_s: float | None = None,
+                 lease: tuple[str, float] | None = None) -> None:
         """``heartbeat_s``: workers silent for three heartbeats lose their trials (fleet mode);
-        ``republish_s``: queued trials unclaimed this long are published again."""
+        ``republish_s``: queued trials unclaimed this long are published again; ``lease``:
+        (owner, seconds) of the scheduler's job lease, renewed by every write."""
         self.sessions = sessions
         self.db_url = db_url
         self.job_id = job_id
@@ -93,6 +105,7 @@ class JobDriver:
         self.on_told = on_told
         self.heartbeat_s = heartbeat_s
         self.republish_s = republish_s
+        self.lease = lease
         self._runs: dict[int, _ProblemRun] = {}
         with sessions.begin() as session:
             job = repo.get_job(session, job_id)
@@ -105,10 +118,18 @@ class JobDriver:
         self._publish(requests)  # resume: whatever was queued may never have been delivered
         self.confirmation = Confirmation(self)
 
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[so.Session]:
+        """A write transaction of this driver, fenced by its lease (see the module docstring)."""
+        with self.sessions.begin() as session:
+            if self.lease is not None and not repo.hold_lease(session, self.job_id, *self.lease):
+                raise LeaseLost(f"job {self.job_id} is driven by another scheduler now")
+            yield session
+
     # -- one round --------------------------------------------------------------------------
     def step(self) -> bool:
         """One round for the current problem; False once the job is finished."""
-        with self.sessions.begin() as session:
+        with self.transaction() as session:
             job = repo.get_job(session, self.job_id)
             assert job is not None
             status = job.status
@@ -138,17 +159,17 @@ class JobDriver:
         self.mirror.flush(self.job_id, self.kernel.space)
         self.mirror.annotate(self.job_id)
         if status != "cancelled":
-            with self.sessions.begin() as session:
+            with self.transaction() as session:
                 repo.set_job_status(session, self.job_id, "completed")
         return False
 
     def _advance(self, problem: Problem, cancelled: bool) -> bool:
         run = self._run_for(problem)
         if problem.started_at is None:
-            with self.sessions.begin() as session:
+            with self.transaction() as session:
                 repo.update_problem(session, problem.id, status="running", started_at=utcnow())
         self._collect(run)
-        with self.sessions.begin() as session:
+        with self.sessions() as session:
             fresh = session.get(Problem, problem.id)
             assert fresh is not None
             # Untold trials (in flight, or finished since _collect) hold their budget slot.
@@ -161,7 +182,7 @@ class JobDriver:
             return True
         if not cancelled and self.confirmation.in_progress(fresh):
             return True
-        with self.sessions.begin() as session:
+        with self.transaction() as session:
             note = self.confirmation.conclude(session, fresh)
             repo.update_problem(session, problem.id, status="done",
                                 stop_reason=reason + (f"; {note}" if note else ""),
@@ -175,7 +196,7 @@ class JobDriver:
             untold = list(repo.untold_final_trials(session, run.problem_id))
         if not untold:
             return
-        with self.sessions.begin() as session:
+        with self.transaction() as session:
             problem = session.get(Problem, run.problem_id)
             assert problem is not None
             for t in untold:
@@ -264,7 +285,7 @@ class JobDriver:
         common = dict(job_id=self.job_id, problem_id=run.problem_id, number=asked.number,
                       config=config, config_hash=config_hash)
         request = None
-        with self.sessions.begin() as session:
+        with self.transaction() as session:
             if violations:
                 t = repo.add_trial(session, status=str(TrialStatus.INVALID), told=True,
                                    error="; ".join(violations), finished_at=utcnow(),
@@ -302,7 +323,7 @@ class JobDriver:
                             len(requests) - len(sent))
                 break
             sent.append(request.trial_id)
-        if sent and mark:
+        if sent and mark:  # only a timestamp: a stale driver may still note what it sent
             with self.sessions.begin() as session:
                 repo.mark_published(session, sent)
 

@@ -4,10 +4,15 @@ The service's own table is the source of truth; the Optuna study of each problem
 record for ``optuna-dashboard``. ``Mirror.sync`` writes every told, not yet mirrored trial of a
 job as a finished Optuna trial (params, value or FAIL, user attrs) — in one transaction per
 batch through ``tuner.optuna_bulk`` when the installed Optuna's schema is the one it knows, one
-``create_new_trial`` call per trial otherwise — then notes the Optuna trial ids on our rows. It
-is idempotent: before its first write to a study it reads which of our trials the study already
-holds (by the ``tuner_trial_id`` attr), so a crash between the two writes never duplicates a
-trial. ``MirrorThread`` runs it in the background so recording never delays proposing.
+``create_new_trial`` call per trial otherwise — then notes the Optuna trial ids on our rows.
+
+It is safe to run in several processes at once (two schedulers during a lease handover, a
+scheduler and ``tuner tune``): each study's batch is written under a row lock on its problem,
+and the batch is re-read under that lock, so a trial another process mirrored meanwhile is
+skipped. On the bulk path the Optuna rows and our ids are written in the same transaction; on
+the public-API path (one transaction per trial) the study is read first, so a crash between
+the two writes never duplicates a trial. ``MirrorThread`` runs it in the background so
+recording never delays proposing.
 """
 
 from __future__ import annotations
@@ -79,46 +84,42 @@ class Mirror:
         self.storage = storage_for(db_url)
         self.engine = make_engine(db_url)
         self.bulk = optuna_bulk.supported(self.engine)
-        self._known: dict[str, dict[int, int]] = {}  # study name -> tuner id -> optuna id
         self._lock = threading.Lock()
 
-    def _known_in(self, study_name: str) -> tuple[int, dict[int, int]]:
-        study_id = self.storage.get_study_id_from_name(study_name)
-        known = self._known.get(study_name)
-        if known is None:
-            known = {int(t.user_attrs["tuner_trial_id"]): t._trial_id
-                     for t in self.storage.get_all_trials(study_id, deepcopy=False)
-                     if "tuner_trial_id" in t.user_attrs}
-            self._known[study_name] = known
-        return study_id, known
-
     def sync(self, job_id: int, space: SearchSpace, limit: int = 200) -> int:
-        """Mirror up to ``limit`` told trials of ``job_id``; returns how many were written."""
+        """Mirror up to ``limit`` told trials of ``job_id``; returns how many of them are now
+        in their study (written here or, meanwhile, by another process)."""
         with self._lock:
             with self.sessions() as session:
-                pending = [(t, name) for t, name in repo.unmirrored_trials(session, job_id,
-                                                                           limit)]
-            ids: list[tuple[int, int]] = []
-            by_study: dict[str, list[Trial]] = {}
-            for t, study_name in pending:
-                by_study.setdefault(study_name, []).append(t)
-            for study_name, trials in by_study.items():
-                study_id, known = self._known_in(study_name)
-                ids += [(t.id, known[t.id]) for t in trials if t.id in known]
-                new = [t for t in trials if t.id not in known]
-                records = [trial_record(t, space) for t in new]
-                if self.bulk:
-                    optuna_ids = optuna_bulk.write(self.engine, study_id, records)
-                else:
-                    optuna_ids = [self.storage.create_new_trial(
-                        study_id, template_trial=frozen_trial(r)) for r in records]
-                for t, optuna_id in zip(new, optuna_ids, strict=True):
-                    known[t.id] = optuna_id
-                    ids.append((t.id, optuna_id))
-            if ids:
-                with self.sessions.begin() as session:
-                    repo.set_optuna_trial_ids(session, ids)
-            return len(ids)
+                pending = repo.unmirrored_trials(session, job_id, limit)
+            by_study: dict[tuple[int, str], list[int]] = {}
+            for trial_id, problem_id, study_name in pending:
+                by_study.setdefault((problem_id, study_name), []).append(trial_id)
+            for (problem_id, study_name), trial_ids in by_study.items():
+                self._sync_study(problem_id, study_name, trial_ids, space)
+            return len(pending)
+
+    def _sync_study(self, problem_id: int, study_name: str, trial_ids: list[int],
+                    space: SearchSpace) -> None:
+        with self.sessions.begin() as session:
+            repo.lock_problem(session, problem_id)  # one mirror per study at a time
+            trials = repo.unmirrored_among(session, trial_ids)
+            if not trials:
+                return
+            study_id = self.storage.get_study_id_from_name(study_name)
+            if self.bulk:
+                records = [trial_record(t, space) for t in trials]
+                optuna_ids = optuna_bulk.write(session.connection(), study_id, records)
+                pairs = [(t.id, i) for t, i in zip(trials, optuna_ids, strict=True)]
+            else:
+                recorded = {int(ot.user_attrs["tuner_trial_id"]): ot._trial_id
+                            for ot in self.storage.get_all_trials(study_id, deepcopy=False)
+                            if "tuner_trial_id" in ot.user_attrs}
+                pairs = [(t.id, recorded[t.id] if t.id in recorded else
+                          self.storage.create_new_trial(
+                              study_id, template_trial=frozen_trial(trial_record(t, space))))
+                         for t in trials]
+            repo.set_optuna_trial_ids(session, pairs)
 
     def flush(self, job_id: int, space: SearchSpace) -> None:
         """Mirror everything told so far (before a job is declared finished)."""

@@ -45,8 +45,11 @@ def supported(engine: sa.Engine) -> bool:
             and engine.dialect.name in ("postgresql", "sqlite"))
 
 
-def write(engine: sa.Engine, study_id: int, records: Sequence[TrialRecord]) -> list[int]:
-    """Insert ``records`` as the next trials of the study; returns their Optuna trial ids."""
+def write(conn: sa.Connection, study_id: int, records: Sequence[TrialRecord]) -> list[int]:
+    """Insert ``records`` as the next trials of the study; returns their Optuna trial ids.
+
+    Runs in the caller's transaction on ``conn`` (so the caller can note the ids in the same
+    commit); the study row stays locked until that transaction ends."""
     if not records:
         return []
     studies = optuna_models.StudyModel.__table__
@@ -54,36 +57,35 @@ def write(engine: sa.Engine, study_id: int, records: Sequence[TrialRecord]) -> l
     params = optuna_models.TrialParamModel.__table__
     values = optuna_models.TrialValueModel.__table__
     attrs = optuna_models.TrialUserAttributeModel.__table__
-    with engine.begin() as conn:
-        # Serialise number assignment with Optuna's own writers, as create_new_trial does.
-        conn.execute(sa.select(studies.c.study_id).where(studies.c.study_id == study_id)
-                     .with_for_update())
-        last = conn.execute(sa.select(sa.func.max(trials.c.number))
-                            .where(trials.c.study_id == study_id)).scalar()
-        first = 0 if last is None else int(last) + 1
-        trial_rows = [{
-            "number": first + i, "study_id": study_id,
-            "state": TrialState.COMPLETE if r.value is not None else TrialState.FAIL,
-            "datetime_start": r.started, "datetime_complete": r.finished,
-        } for i, r in enumerate(records)]
-        ids = list(conn.execute(
-            sa.insert(trials).returning(trials.c.trial_id, sort_by_parameter_order=True),
-            trial_rows).scalars())
-        param_rows = [{"trial_id": tid, "param_name": name,
-                       "param_value": r.distributions[name].to_internal_repr(value),
-                       "distribution_json": distribution_to_json(r.distributions[name])}
-                      for tid, r in zip(ids, records, strict=True)
-                      for name, value in r.params.items()]
-        value_rows = []
-        for tid, r in zip(ids, records, strict=True):
-            if r.value is not None:
-                stored, kind = optuna_models.TrialValueModel.value_to_stored_repr(r.value)
-                value_rows.append({"trial_id": tid, "objective": 0, "value": stored,
-                                   "value_type": kind})
-        attr_rows = [{"trial_id": tid, "key": key, "value_json": json.dumps(value)}
-                     for tid, r in zip(ids, records, strict=True)
-                     for key, value in r.user_attrs.items()]
-        for table, rows in ((params, param_rows), (values, value_rows), (attrs, attr_rows)):
-            if rows:
-                conn.execute(sa.insert(table), rows)
+    # Serialise number assignment with Optuna's own writers, as create_new_trial does.
+    conn.execute(sa.select(studies.c.study_id).where(studies.c.study_id == study_id)
+                 .with_for_update())
+    last = conn.execute(sa.select(sa.func.max(trials.c.number))
+                        .where(trials.c.study_id == study_id)).scalar()
+    first = 0 if last is None else int(last) + 1
+    trial_rows = [{
+        "number": first + i, "study_id": study_id,
+        "state": TrialState.COMPLETE if r.value is not None else TrialState.FAIL,
+        "datetime_start": r.started, "datetime_complete": r.finished,
+    } for i, r in enumerate(records)]
+    ids = list(conn.execute(
+        sa.insert(trials).returning(trials.c.trial_id, sort_by_parameter_order=True),
+        trial_rows).scalars())
+    param_rows = [{"trial_id": tid, "param_name": name,
+                   "param_value": r.distributions[name].to_internal_repr(value),
+                   "distribution_json": distribution_to_json(r.distributions[name])}
+                  for tid, r in zip(ids, records, strict=True)
+                  for name, value in r.params.items()]
+    value_rows = []
+    for tid, r in zip(ids, records, strict=True):
+        if r.value is not None:
+            stored, kind = optuna_models.TrialValueModel.value_to_stored_repr(r.value)
+            value_rows.append({"trial_id": tid, "objective": 0, "value": stored,
+                               "value_type": kind})
+    attr_rows = [{"trial_id": tid, "key": key, "value_json": json.dumps(value)}
+                 for tid, r in zip(ids, records, strict=True)
+                 for key, value in r.user_attrs.items()]
+    for table, rows in ((params, param_rows), (values, value_rows), (attrs, attr_rows)):
+        if rows:
+            conn.execute(sa.insert(table), rows)
     return ids

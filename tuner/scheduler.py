@@ -2,7 +2,10 @@
 
 Each round, a scheduler leases the jobs it can (a compare-and-set on ``tuner_jobs``: a job is
 driven by one scheduler at a time, however many run), steps each one's ``JobDriver``, and lets
-the lease go when the job is finished. A scheduler that dies simply stops renewing its leases;
+the lease go when the job is finished. Every write of a driver renews its lease and is refused
+once another scheduler has taken the job over (``LeaseLost``), so a scheduler that stalled past
+its lease (a long step, a paused process) stops driving instead of writing beside the new
+driver. A scheduler that dies simply stops renewing its leases;
 another (or the same, restarted) takes the jobs over after ``scheduler_lease_s`` and resumes
 them from the database. Database outages are waited out, never fatal.
 """
@@ -20,6 +23,7 @@ import sqlalchemy.orm as so
 from db import repository as repo
 from db.retry import is_transient
 from tuner.driver import JobDriver
+from tuner.driver import LeaseLost
 from tuner.kernels import KernelError
 from tuner.kernels import KernelSpec
 from tuner.kernels import resolve_kernel
@@ -68,7 +72,8 @@ class Scheduler:
             return None
         driver = JobDriver(self.sessions, self.settings.db_url, job_id, kernel, self.queue,
                            self.mirror, heartbeat_s=self.settings.heartbeat_s,
-                           republish_s=self.settings.republish_s)
+                           republish_s=self.settings.republish_s,
+                           lease=(self.name, self.settings.scheduler_lease_s))
         self.drivers[job_id] = driver
         log.info("%s drives job %s", self.name, job_id)
         return driver
@@ -91,7 +96,13 @@ class Scheduler:
             driver = self._driver(job_id)
             if driver is None:
                 continue
-            if driver.step():
+            try:
+                active = driver.step()
+            except LeaseLost as exc:
+                log.warning("%s; %s stops driving it", exc, self.name)
+                del self.drivers[job_id]
+                continue
+            if active:
                 driven += 1
             else:
                 log.info("job %s finished", job_id)

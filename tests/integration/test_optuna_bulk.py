@@ -54,8 +54,10 @@ def test_bulk_and_public_api_agree(backend, tmp_path, request):
     for record in _records():
         storage.create_new_trial(public_id, template_trial=frozen_trial(record))
     bulk_id = storage.get_study_id_from_name("bulk")
-    ids = optuna_bulk.write(engine, bulk_id, _records()[:2])
-    ids += optuna_bulk.write(engine, bulk_id, _records()[2:])  # numbering continues
+    with engine.begin() as conn:
+        ids = optuna_bulk.write(conn, bulk_id, _records()[:2])
+    with engine.begin() as conn:
+        ids += optuna_bulk.write(conn, bulk_id, _records()[2:])  # numbering continues
     assert len(set(ids)) == 4
     public = optuna.load_study(study_name="public", storage=url)
     bulk = optuna.load_study(study_name="bulk", storage=url)
