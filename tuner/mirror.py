@@ -24,13 +24,14 @@ from pathlib import Path
 from typing import Any
 
 import optuna
+import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from db import repository as repo
 from db.models import Trial
 from db.models import utcnow
 from db.retry import is_transient
-from db.session import make_engine
+from db.session import normalise_url
 from search_spaces import SearchSpace
 from tuner import optuna_bulk
 from tuner.optuna_bulk import TrialRecord
@@ -78,12 +79,13 @@ class Mirror:
 
     def __init__(self, sessions: so.sessionmaker[so.Session], db_url: str,
                  artifact_dir: Path | None = None, cache_dir: Path | None = None) -> None:
+        """``sessions`` and ``db_url`` name the same database: the bulk path writes Optuna's
+        rows through ``sessions``, in the transaction that notes their ids on ours."""
         self.artifact_dir = artifact_dir
         self.cache_dir = cache_dir
         self.sessions = sessions
         self.storage = storage_for(db_url)
-        self.engine = make_engine(db_url)
-        self.bulk = optuna_bulk.supported(self.engine)
+        self.bulk = optuna_bulk.supported(sa.make_url(normalise_url(db_url)).get_backend_name())
         self._lock = threading.Lock()
 
     def sync(self, job_id: int, space: SearchSpace, limit: int = 200) -> int:

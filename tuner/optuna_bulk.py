@@ -40,9 +40,11 @@ class TrialRecord:
     finished: dt.datetime  # naive UTC
 
 
-def supported(engine: sa.Engine) -> bool:
+def supported(dialect: str) -> bool:
+    """True when the installed Optuna's schema is ``SUPPORTED_SCHEMA`` and ``dialect`` (a
+    SQLAlchemy dialect name) is one this module writes."""
     return (getattr(optuna_models, "SCHEMA_VERSION", None) == SUPPORTED_SCHEMA
-            and engine.dialect.name in ("postgresql", "sqlite"))
+            and dialect in ("postgresql", "sqlite"))
 
 
 def write(conn: sa.Connection, study_id: int, records: Sequence[TrialRecord]) -> list[int]:

@@ -47,7 +47,7 @@ def test_bulk_and_public_api_agree(backend, tmp_path, request):
         request.getfixturevalue("postgres").create_database(f"bulk_{tmp_path.name[-10:]}")
     storage = storage_for(url)
     engine = make_engine(url)
-    assert optuna_bulk.supported(engine)
+    assert optuna_bulk.supported(engine.dialect.name)
     for name in ("public", "bulk"):
         optuna.create_study(storage=storage, study_name=name, direction="maximize")
     public_id = storage.get_study_id_from_name("public")
