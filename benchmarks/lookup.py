@@ -48,7 +48,7 @@ def populate(db_url: str, rows: int) -> None:
     from db.session import make_engine
     from db.session import session_factory
     from tuner.api import tune
-    from tuner.types import problem_hash
+    from tuner.core.types import problem_hash
 
     os.environ.setdefault("TRITON_INTERPRET", "1")
     tune(KERNEL, "M=64,N=64,K=64", dtype=DTYPE, trials=2, backend="interpret",
@@ -107,7 +107,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from tuner.cli_views import export_best
-    from tuner.settings import Settings
+    from tuner.core.settings import Settings
     from tuner.testing.services import PostgresServer
 
     report: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()},

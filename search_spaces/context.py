@@ -2,7 +2,7 @@
 
 ``TargetLimits`` are the hardware limits that decide whether a config can launch at all
 (shared memory per block, registers per thread, threads per block). The tuner builds them from
-its device table (``tuner.roofline``); this package only consumes them, so it stays a leaf.
+its device table (``tuner.core.roofline``); this package only consumes them, so it stays a leaf.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import pytest
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from tuner.settings import Settings
+from tuner.core.settings import Settings
 from tuner.testing.services import PostgresServer
 from tuner.testing.services import RedisServer
 

@@ -25,8 +25,8 @@ from db.session import make_engine
 from db.session import session_factory
 from tuner.cli_spec import JobOptions
 from tuner.cli_spec import build_spec
-from tuner.settings import Settings
-from tuner.types import DEFAULT_TRANSFER
+from tuner.core.settings import Settings
+from tuner.core.types import DEFAULT_TRANSFER
 
 
 @dataclass

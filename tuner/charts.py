@@ -39,7 +39,7 @@ def device_ceilings(device_kind: str | None, cache_dir: Path | None = None,
                     ) -> tuple[dict[str, float], float] | None:
     """(peak TFLOP/s by dtype, GB/s): the datasheet of a GPU kind, or the host's measured
     ceilings (cached by the workers) for ``cpu``; None when unknown."""
-    from tuner.devices import device_spec
+    from tuner.core.devices import device_spec
 
     spec = device_spec(device_kind or "")
     if spec is not None:

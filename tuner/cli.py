@@ -46,10 +46,10 @@ from tuner.cli_spec import TrialsOpt
 from tuner.cli_spec import WarmupOpt
 from tuner.cli_spec import build_spec
 from tuner.cli_spec import pick_kernel
+from tuner.core.settings import Settings
+from tuner.core.types import DEFAULT_TRANSFER
 from tuner.kernels import KernelError
 from tuner.kernels import resolve_kernel
-from tuner.settings import Settings
-from tuner.types import DEFAULT_TRANSFER
 
 app = typer.Typer(
     name="tuner", no_args_is_help=True, add_completion=False,

@@ -146,7 +146,7 @@ def render_profile(profile: Any, console: Console, top: int) -> None:
 def profile_command(program: str, args: list[str], device_kind: str,
                     device: str | None) -> Any:
     from tuner.advisor.profile import profile_program
-    from tuner.devices import DEVICES
+    from tuner.core.devices import DEVICES
 
     if device_kind not in DEVICES:
         raise UsageError(f"unknown device kind {device_kind!r} (choose from "

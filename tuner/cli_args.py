@@ -11,8 +11,8 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 
-from tuner.devices import CPU_KIND
-from tuner.devices import known_kinds
+from tuner.core.devices import CPU_KIND
+from tuner.core.devices import known_kinds
 
 
 class UsageError(ValueError):

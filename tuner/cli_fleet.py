@@ -28,10 +28,10 @@ from db.session import make_engine
 from db.session import safe_url
 from db.session import session_factory
 from tuner.cli_tune import update_progress
+from tuner.core.settings import Settings
+from tuner.core.types import JobSpec
 from tuner.jobs import create_job
 from tuner.kernels import KernelSpec
-from tuner.settings import Settings
-from tuner.types import JobSpec
 
 FINISHED = ("completed", "failed", "cancelled")
 

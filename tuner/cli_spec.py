@@ -11,17 +11,17 @@ from tuner.cli_args import UsageError
 from tuner.cli_args import check_device_kind
 from tuner.cli_args import parse_shape
 from tuner.cli_args import resolve_backend
-from tuner.devices import CPU_KIND
-from tuner.devices import DEVICES
-from tuner.devices import normalise_device_name
+from tuner.core.devices import CPU_KIND
+from tuner.core.devices import DEVICES
+from tuner.core.devices import normalise_device_name
+from tuner.core.settings import Settings
+from tuner.core.types import DEFAULT_TRANSFER
+from tuner.core.types import Budget
+from tuner.core.types import JobSpec
+from tuner.core.types import TimingSettings
 from tuner.kernels import BUILTIN
 from tuner.kernels import KernelSpec
 from tuner.kernels import resolve_kernel
-from tuner.settings import Settings
-from tuner.types import DEFAULT_TRANSFER
-from tuner.types import Budget
-from tuner.types import JobSpec
-from tuner.types import TimingSettings
 
 KernelArg = Annotated[str | None, typer.Argument(
     help=f"Kernel to tune: {', '.join(BUILTIN)}, matmul+bias+gelu+residual (any epilogue), "

@@ -26,9 +26,11 @@ from db.session import check_reachable
 from db.session import make_engine
 from db.session import safe_url
 from db.session import session_factory
-from tuner.devices import CPU_KIND
-from tuner.devices import DEVICES
-from tuner.devices import normalise_device_name
+from tuner.core.devices import CPU_KIND
+from tuner.core.devices import DEVICES
+from tuner.core.devices import normalise_device_name
+from tuner.core.settings import Settings
+from tuner.core.types import JobSpec
 from tuner.driver import JobDriver
 from tuner.jobs import JobError
 from tuner.jobs import create_job
@@ -37,8 +39,6 @@ from tuner.kernels import KernelSpec
 from tuner.mirror import Mirror
 from tuner.mirror import MirrorThread
 from tuner.queue import InlineQueue
-from tuner.settings import Settings
-from tuner.types import JobSpec
 from workers.backends.base import Backend
 from workers.backends.base import make_backend
 from workers.backends.pool import BackendPool

@@ -20,13 +20,13 @@ from db.session import session_factory
 from db.session import sqlite_path
 from search_spaces import Param
 from tuner.cli_tune import format_config
+from tuner.core.settings import Settings
 from tuner.export import export_rows
 from tuner.export import python_module
 from tuner.export import write_export
 from tuner.kernels import BUILTIN
 from tuner.kernels import KernelError
 from tuner.kernels import load_kernel
-from tuner.settings import Settings
 
 
 def open_engine(settings: Settings) -> sa.Engine:

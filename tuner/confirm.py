@@ -18,8 +18,8 @@ import sqlalchemy.orm as so
 from db import repository as repo
 from db.models import Problem
 from db.models import utcnow
-from tuner.types import BenchmarkRequest
-from tuner.types import problem_hash
+from tuner.core.types import BenchmarkRequest
+from tuner.core.types import problem_hash
 
 if TYPE_CHECKING:
     from tuner.driver import JobDriver

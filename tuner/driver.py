@@ -40,6 +40,10 @@ from search_spaces import Config
 from search_spaces import Context
 from search_spaces import stable_hash
 from tuner.confirm import Confirmation
+from tuner.core.types import BenchmarkRequest
+from tuner.core.types import JobSpec
+from tuner.core.types import TrialStatus
+from tuner.core.types import problem_hash
 from tuner.jobs import problem_context
 from tuner.kernels import KernelSpec
 from tuner.mirror import Mirror
@@ -52,10 +56,6 @@ from tuner.search.prior import model_prior
 from tuner.search.transfer import stored_best_rows
 from tuner.search.transfer import transfer_configs
 from tuner.study import Told
-from tuner.types import BenchmarkRequest
-from tuner.types import JobSpec
-from tuner.types import TrialStatus
-from tuner.types import problem_hash
 
 log = logging.getLogger(__name__)
 

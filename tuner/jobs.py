@@ -15,14 +15,14 @@ import sqlalchemy.orm as so
 
 from db import repository as repo
 from search_spaces import Context
-from tuner.devices import CPU_KIND
-from tuner.devices import DEVICES
-from tuner.devices import target_limits
+from tuner.core.devices import CPU_KIND
+from tuner.core.devices import DEVICES
+from tuner.core.devices import target_limits
+from tuner.core.types import JobSpec
+from tuner.core.types import problem_key
 from tuner.kernels import KernelSpec
 from tuner.search import SEARCHES
 from tuner.study import create_study_record
-from tuner.types import JobSpec
-from tuner.types import problem_key
 
 
 class JobError(ValueError):

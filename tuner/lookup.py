@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tuner.types import problem_hash
+from tuner.core.types import problem_hash
 
 _CACHE: dict[tuple[Any, ...], TunedConfig | None] = {}
 _ENTRIES: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
@@ -59,7 +59,7 @@ def default_source(env: Mapping[str, str] | None = None) -> str:
     env = os.environ if env is None else env
     if env.get("TUNER_BEST_CONFIGS"):
         return env["TUNER_BEST_CONFIGS"]
-    from tuner.settings import Settings
+    from tuner.core.settings import Settings
 
     return Settings.from_env(env).db_url
 

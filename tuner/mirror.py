@@ -34,10 +34,10 @@ from db.retry import is_transient
 from db.session import normalise_url
 from search_spaces import SearchSpace
 from tuner import optuna_bulk
+from tuner.core.types import TrialStatus
 from tuner.optuna_bulk import TrialRecord
 from tuner.study import distributions
 from tuner.study import storage_for
-from tuner.types import TrialStatus
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
-from tuner.types import BenchmarkRequest
+from tuner.core.types import BenchmarkRequest
 
 
 class QueueUnavailable(RuntimeError):

@@ -14,10 +14,10 @@ import sqlalchemy.orm as so
 
 from db import repository as repo
 from db.models import Trial
-from tuner.roofline import score
-from tuner.types import BenchmarkRequest
-from tuner.types import Measurement
-from tuner.types import TrialStatus
+from tuner.core.roofline import score
+from tuner.core.types import BenchmarkRequest
+from tuner.core.types import Measurement
+from tuner.core.types import TrialStatus
 
 
 def result_values(m: Measurement) -> dict[str, Any]:

@@ -17,8 +17,8 @@ from typing import Any
 from db import repository as repo
 from db.session import is_missing_tables
 from db.session import session_factory
-from tuner.settings import Settings
-from tuner.types import BenchmarkRequest
+from tuner.core.settings import Settings
+from tuner.core.types import BenchmarkRequest
 
 
 @dataclass
@@ -46,7 +46,7 @@ def local_backend(device_kind: str) -> str | None:
     import shutil
     import subprocess
 
-    from tuner.devices import normalise_device_name
+    from tuner.core.devices import normalise_device_name
 
     exe = shutil.which("nvidia-smi")
     if exe is None:

@@ -22,6 +22,8 @@ import sqlalchemy.orm as so
 
 from db import repository as repo
 from db.retry import is_transient
+from tuner.core.settings import Settings
+from tuner.core.types import JobSpec
 from tuner.driver import JobDriver
 from tuner.driver import LeaseLost
 from tuner.kernels import KernelError
@@ -30,8 +32,6 @@ from tuner.kernels import resolve_kernel
 from tuner.mirror import Mirror
 from tuner.mirror import MirrorThread
 from tuner.queue import BenchQueue
-from tuner.settings import Settings
-from tuner.types import JobSpec
 
 log = logging.getLogger(__name__)
 

@@ -23,11 +23,11 @@ from typing import Any
 
 import torch
 
+from tuner.core.types import BenchmarkRequest
+from tuner.core.types import Measurement
+from tuner.core.types import TrialStatus
 from tuner.kernels import KernelError
 from tuner.kernels import load_kernel
-from tuner.types import BenchmarkRequest
-from tuner.types import Measurement
-from tuner.types import TrialStatus
 from workers.devices import BenchDevice
 from workers.timing import summarise
 

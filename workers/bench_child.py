@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout = sys.stderr
 
     try:
-        from tuner.types import BenchmarkRequest
+        from tuner.core.types import BenchmarkRequest
         from workers.bench import run_request
         from workers.devices import make_device
 
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _serve_checks(proto: IO[str], compiler: Any, roots: tuple[Path, ...]) -> int:
-    from tuner.types import BenchmarkRequest
+    from tuner.core.types import BenchmarkRequest
 
     for line in sys.stdin:
         if not line.strip():

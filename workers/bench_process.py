@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import IO
 from typing import Any
 
-from tuner.types import BenchmarkRequest
-from tuner.types import Measurement
-from tuner.types import StaticResult
-from tuner.types import TrialStatus
+from tuner.core.types import BenchmarkRequest
+from tuner.core.types import Measurement
+from tuner.core.types import StaticResult
+from tuner.core.types import TrialStatus
 
 #: Environment variables the bench process must not see (user kernels run there).
 SECRET_VARIABLES = ("TUNER_DB_URL", "TUNER_BROKER_URL", "DATABASE_URL", "REDIS_URL",

@@ -17,8 +17,8 @@ from urllib.parse import urlparse
 
 from celery import Celery
 
-from tuner.settings import Settings
-from tuner.types import BenchmarkRequest
+from tuner.core.settings import Settings
+from tuner.core.types import BenchmarkRequest
 
 BENCH_TASK = "tuner.bench"
 CPU_QUEUE = "cpu"

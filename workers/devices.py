@@ -17,9 +17,9 @@ from typing import Protocol
 import torch
 import triton
 
-from tuner.devices import CPU_KIND
-from tuner.devices import normalise_device_name
-from tuner.types import TimingSettings
+from tuner.core.devices import CPU_KIND
+from tuner.core.devices import normalise_device_name
+from tuner.core.types import TimingSettings
 from workers.calibrate import cached_ceilings
 from workers.timing import time_cpu
 from workers.timing import time_cuda

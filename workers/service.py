@@ -27,7 +27,7 @@ from db.retry import retry_db
 from db.session import engine_kwargs
 from db.session import make_engine
 from db.session import normalise_url
-from tuner.settings import Settings
+from tuner.core.settings import Settings
 from workers.backends.base import make_backend
 from workers.celery_app import CPU_QUEUE
 from workers.celery_app import configure

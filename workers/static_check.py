@@ -26,11 +26,11 @@ from triton.backends.compiler import GPUTarget
 from triton.runtime.driver import driver
 from triton.runtime.jit import JITFunction
 
-from tuner.devices import device_spec
+from tuner.core.devices import device_spec
+from tuner.core.types import BenchmarkRequest
+from tuner.core.types import StaticResult
 from tuner.kernels import KernelSpec
 from tuner.kernels import load_kernel
-from tuner.types import BenchmarkRequest
-from tuner.types import StaticResult
 
 _RESOURCE = re.compile(r"REG:(\d+)\s+STACK:(\d+)\s+SHARED:(\d+)\s+LOCAL:(\d+)")
 

@@ -17,9 +17,9 @@ from celery.signals import worker_process_shutdown
 
 from db.session import make_engine
 from db.session import session_factory
-from tuner.settings import Settings
-from tuner.types import BenchmarkRequest
-from tuner.types import Measurement
+from tuner.core.settings import Settings
+from tuner.core.types import BenchmarkRequest
+from tuner.core.types import Measurement
 from workers.backends.pool import BackendPool
 from workers.celery_app import BENCH_TASK
 from workers.celery_app import app

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tuner.types import TimingSettings
+from tuner.core.types import TimingSettings
 
 if TYPE_CHECKING:
     import torch

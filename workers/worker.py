@@ -22,11 +22,11 @@ from db import repository as repo
 from db.models import utcnow
 from db.retry import retry_db
 from search_spaces import stable_hash
+from tuner.core.types import BenchmarkRequest
+from tuner.core.types import Measurement
+from tuner.core.types import StaticResult
+from tuner.core.types import TrialStatus
 from tuner.results import record_measurement
-from tuner.types import BenchmarkRequest
-from tuner.types import Measurement
-from tuner.types import StaticResult
-from tuner.types import TrialStatus
 from workers.backends.base import Backend
 
 log = logging.getLogger(__name__)

@@ -42,12 +42,12 @@ from acceptance_cases import tiny_cases  # noqa: E402
 from acceptance_cases import torch_impl  # noqa: E402
 
 from search_spaces import Context  # noqa: E402
-from tuner.devices import device_spec  # noqa: E402
-from tuner.devices import target_limits  # noqa: E402
+from tuner.core.devices import device_spec  # noqa: E402
+from tuner.core.devices import target_limits  # noqa: E402
+from tuner.core.roofline import Ceilings  # noqa: E402
+from tuner.core.roofline import roof  # noqa: E402
+from tuner.core.types import TimingSettings  # noqa: E402
 from tuner.kernels import load_kernel  # noqa: E402
-from tuner.roofline import Ceilings  # noqa: E402
-from tuner.roofline import roof  # noqa: E402
-from tuner.types import TimingSettings  # noqa: E402
 from workers.bench import relative_error  # noqa: E402
 
 

@@ -12,9 +12,9 @@ import torch
 from search_spaces.recorded import load_recording
 from tests.conftest import ROOT
 from tests.conftest import replay_file
-from tuner.roofline import score
-from tuner.types import BenchmarkRequest
-from tuner.types import TimingSettings
+from tuner.core.roofline import score
+from tuner.core.types import BenchmarkRequest
+from tuner.core.types import TimingSettings
 from workers.backends.base import Backend
 from workers.backends.base import make_backend
 

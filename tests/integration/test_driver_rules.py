@@ -15,10 +15,10 @@ from db.session import session_factory
 from tests.conftest import FAULT_KERNEL
 from tests.conftest import replay_file
 from tuner.cli_tune import run_tune
+from tuner.core.types import Budget
+from tuner.core.types import JobSpec
+from tuner.core.types import TimingSettings
 from tuner.kernels import resolve_kernel
-from tuner.types import Budget
-from tuner.types import JobSpec
-from tuner.types import TimingSettings
 
 QUIET = Console(file=io.StringIO())
 

@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import FAULT_KERNEL
 from tests.integration.fleet import Fleet
-from tuner.types import BenchmarkRequest
+from tuner.core.types import BenchmarkRequest
 
 pytestmark = pytest.mark.integration
 
@@ -127,8 +127,8 @@ def test_same_message_delivered_twice(fleet, monkeypatch):
     """An in-process scheduler whose queue publishes every request twice."""
     from db.session import make_engine
     from db.session import session_factory
+    from tuner.core.settings import Settings
     from tuner.scheduler import Scheduler
-    from tuner.settings import Settings
     from workers.celery_app import configure
     from workers.dispatch import CeleryQueue
 

@@ -27,6 +27,10 @@ from db.session import session_factory
 from tests.conftest import ROOT
 from tests.conftest import replay_file
 from tuner.cli_tune import run_tune
+from tuner.core.settings import Settings
+from tuner.core.types import BenchmarkRequest
+from tuner.core.types import Budget
+from tuner.core.types import JobSpec
 from tuner.driver import JobDriver
 from tuner.driver import LeaseLost
 from tuner.jobs import create_job
@@ -35,11 +39,7 @@ from tuner.kernels import resolve_kernel
 from tuner.mirror import Mirror
 from tuner.mirror import frozen_trial
 from tuner.mirror import trial_record
-from tuner.settings import Settings
 from tuner.study import storage_for
-from tuner.types import BenchmarkRequest
-from tuner.types import Budget
-from tuner.types import JobSpec
 
 pytestmark = pytest.mark.integration
 QUIET = Console(file=io.StringIO())

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT
-from tuner.types import BenchmarkRequest
+from tuner.core.types import BenchmarkRequest
 from workers.bench_process import BenchProcess
 
 MM = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8,

@@ -19,13 +19,13 @@ from tests.conftest import ROOT
 from tests.conftest import db_rows
 from tests.conftest import replay_file
 from tuner.cli_tune import run_tune
+from tuner.core.types import BenchmarkRequest
+from tuner.core.types import Budget
+from tuner.core.types import JobSpec
+from tuner.core.types import TimingSettings
 from tuner.kernels import resolve_kernel
 from tuner.search.model_search import ModelSearch
 from tuner.study import Told
-from tuner.types import BenchmarkRequest
-from tuner.types import Budget
-from tuner.types import JobSpec
-from tuner.types import TimingSettings
 from workers.bench_process import BenchProcess
 
 QUIET = Console(file=io.StringIO())

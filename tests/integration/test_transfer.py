@@ -13,14 +13,14 @@ from search_spaces.recorded import recorded_space
 from tests.conftest import db_rows
 from tests.conftest import replay_file
 from tuner.cli_tune import run_tune
+from tuner.core.types import Budget
+from tuner.core.types import JobSpec
+from tuner.core.types import TimingSettings
 from tuner.kernels import resolve_kernel
 from tuner.search.model_search import ModelSearch
 from tuner.search.transfer import StoredBest
 from tuner.search.transfer import shape_distance
 from tuner.search.transfer import transfer_configs
-from tuner.types import Budget
-from tuner.types import JobSpec
-from tuner.types import TimingSettings
 
 QUIET = Console(file=io.StringIO())
 FAST = TimingSettings(warmup_ms=0, rep_ms=10, min_reps=2, max_reps=5)

@@ -11,10 +11,10 @@ from search_spaces import Context
 from search_spaces import PowerOfTwo
 from search_spaces import SearchSpace
 from search_spaces import when
+from tuner.core.roofline import roof
 from tuner.kernels import KernelError
 from tuner.kernels import load_kernel
 from tuner.kernels.matmul_epilogue import parse_epilogue
-from tuner.roofline import roof
 from workers.bench import relative_error
 
 ROW_SHAPES = [
@@ -147,7 +147,7 @@ def test_attention_counts_and_exp_roof():
 
 
 def test_h100_exp_rate_matches_the_anchor():
-    from tuner.devices import device_spec
+    from tuner.core.devices import device_spec
 
     spec = device_spec("h100-sxm")
     assert spec is not None and spec.exp_per_s == pytest.approx(3.9e12, rel=0.01)

@@ -10,8 +10,8 @@ from search_spaces import Context
 from search_spaces.recorded import load_recording
 from search_spaces.recorded import recorded_space
 from tests.conftest import replay_file
-from tuner.roofline import score
-from tuner.types import BenchmarkRequest
+from tuner.core.roofline import score
+from tuner.core.types import BenchmarkRequest
 from workers.backends.replay import ReplayBackend
 
 FILES = ["pnpoly_RTX_3090.json.gz", "convolution_A4000.json.gz", "dedispersion_A4000.json.gz",

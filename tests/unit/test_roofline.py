@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from tuner.devices import DEVICES
-from tuner.devices import normalise_device_name
-from tuner.devices import target_limits
-from tuner.roofline import roof
-from tuner.roofline import score
-from tuner.types import Measurement
+from tuner.core.devices import DEVICES
+from tuner.core.devices import normalise_device_name
+from tuner.core.devices import target_limits
+from tuner.core.roofline import roof
+from tuner.core.roofline import score
+from tuner.core.types import Measurement
 
 
 def _ok(**fields) -> Measurement:

@@ -7,12 +7,12 @@ import math
 
 import pytest
 
-from tuner.types import BenchmarkRequest
-from tuner.types import JobSpec
-from tuner.types import Measurement
-from tuner.types import TimingSettings
-from tuner.types import problem_hash
-from tuner.types import problem_key
+from tuner.core.types import BenchmarkRequest
+from tuner.core.types import JobSpec
+from tuner.core.types import Measurement
+from tuner.core.types import TimingSettings
+from tuner.core.types import problem_hash
+from tuner.core.types import problem_key
 from workers.timing import repetitions
 from workers.timing import summarise
 

@@ -22,8 +22,8 @@ from typing import Any
 from tuner.advisor.op_costs import DTYPE_SIZES
 from tuner.advisor.op_costs import OpCost
 from tuner.advisor.op_costs import op_cost
-from tuner.devices import DeviceSpec
-from tuner.roofline import roof
+from tuner.core.devices import DeviceSpec
+from tuner.core.roofline import roof
 
 #: Operator → its role in a tunable chain.
 ROLES = {"aten::linear": "linear", "aten::addmm": "linear", "aten::gelu": "gelu",

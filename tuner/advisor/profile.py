@@ -28,9 +28,9 @@ from tuner.advisor.fusion import Call
 from tuner.advisor.fusion import FusionChain
 from tuner.advisor.fusion import find_chains
 from tuner.advisor.op_costs import op_cost
-from tuner.devices import device_spec
-from tuner.roofline import Ceilings
-from tuner.roofline import roof
+from tuner.core.devices import device_spec
+from tuner.core.roofline import Ceilings
+from tuner.core.roofline import roof
 
 
 @dataclass
@@ -121,14 +121,14 @@ def _ceilings(device: str) -> tuple[str, dict[str, float], float]:
     """(device kind, peak TFLOP/s by dtype, bandwidth GB/s) of the running device: the
     datasheet of a known GPU, else its (or the host's) measured ceilings."""
     from tuner.charts import device_ceilings
-    from tuner.settings import Settings
+    from tuner.core.settings import Settings
 
     cache_dir = Settings.from_env().cache_dir
     kind = "cpu"
     if device == "cuda":
         import torch
 
-        from tuner.devices import normalise_device_name
+        from tuner.core.devices import normalise_device_name
 
         kind = normalise_device_name(torch.cuda.get_device_name())
     found = device_ceilings(kind, cache_dir)

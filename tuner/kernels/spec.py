@@ -33,7 +33,7 @@ from search_spaces import stable_hash
 if TYPE_CHECKING:
     import torch
 
-    from tuner.devices import DeviceSpec
+    from tuner.core.devices import DeviceSpec
 
 Problem = Mapping[str, int]
 

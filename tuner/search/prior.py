@@ -6,9 +6,9 @@ import math
 from collections.abc import Callable
 
 from search_spaces import Config
-from tuner.devices import device_spec
+from tuner.core.devices import device_spec
+from tuner.core.types import JobSpec
 from tuner.kernels import KernelSpec
-from tuner.types import JobSpec
 
 
 def model_prior(kernel: KernelSpec, spec: JobSpec,

@@ -20,7 +20,7 @@ from typing import Any
 
 from search_spaces import Config
 from search_spaces import canonical_json
-from tuner.types import DEFAULT_TRANSFER
+from tuner.core.types import DEFAULT_TRANSFER
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 from typing import Protocol
 
-from tuner.types import BenchmarkRequest
-from tuner.types import Measurement
-from tuner.types import StaticResult
+from tuner.core.types import BenchmarkRequest
+from tuner.core.types import Measurement
+from tuner.core.types import StaticResult
 
 
 class Backend(Protocol):

@@ -11,12 +11,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tuner.devices import device_spec
+from tuner.core.devices import device_spec
+from tuner.core.types import BenchmarkRequest
+from tuner.core.types import Measurement
+from tuner.core.types import StaticResult
+from tuner.core.types import TrialStatus
 from tuner.kernels import load_kernel
-from tuner.types import BenchmarkRequest
-from tuner.types import Measurement
-from tuner.types import StaticResult
-from tuner.types import TrialStatus
 
 MODEL_PREFIX = "model:"
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from dataclasses import field
 
-from tuner.settings import Settings
-from tuner.types import BenchmarkRequest
+from tuner.core.settings import Settings
+from tuner.core.types import BenchmarkRequest
 from workers.backends.base import Backend
 from workers.backends.base import make_backend
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from search_spaces.recorded import Recording
-from tuner.devices import normalise_device_name
+from tuner.core.devices import normalise_device_name
+from tuner.core.types import BenchmarkRequest
+from tuner.core.types import Measurement
+from tuner.core.types import StaticResult
+from tuner.core.types import TrialStatus
 from tuner.kernels.recorded import recording_of
-from tuner.types import BenchmarkRequest
-from tuner.types import Measurement
-from tuner.types import StaticResult
-from tuner.types import TrialStatus
 from workers.timing import summarise
 
 _FAILURES = {

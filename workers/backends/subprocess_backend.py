@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tuner.types import BenchmarkRequest
-from tuner.types import Measurement
-from tuner.types import StaticResult
+from tuner.core.types import BenchmarkRequest
+from tuner.core.types import Measurement
+from tuner.core.types import StaticResult
 from workers.bench_process import BenchProcess
 
 

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tuner.devices import device_spec
-from tuner.types import Measurement
-from tuner.types import Score
+from tuner.core.devices import device_spec
+from tuner.core.types import Measurement
+from tuner.core.types import Score
 
 
 @dataclass(frozen=True)
