@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from search_spaces import Context  # noqa: E402
 from search_spaces.recorded import load_recording  # noqa: E402
 from search_spaces.recorded import recorded_space  # noqa: E402
-from tuner.search import make_proposer  # noqa: E402
+from tuner.control.searches import make_proposer  # noqa: E402
 
 BUDGETS = (10, 20, 50, 100, 200)
 SEARCHES = {"default": "auto", "random": "random", "tpe": "tpe"}

@@ -36,8 +36,8 @@ from tuner.jobs import JobError
 from tuner.jobs import create_job
 from tuner.jobs import validate
 from tuner.kernels import KernelSpec
-from tuner.mirror import Mirror
-from tuner.mirror import MirrorThread
+from tuner.optuna.mirror import Mirror
+from tuner.optuna.mirror import MirrorThread
 from tuner.queue import InlineQueue
 from workers.backends.base import Backend
 from workers.backends.base import make_backend

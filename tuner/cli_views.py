@@ -122,9 +122,7 @@ def export_best(settings: Settings, out: Path, kernel: str | None,
 
 def serve_dashboard(settings: Settings, host: str, port: int, err: Console) -> None:
     """Run optuna-dashboard in this process until interrupted."""
-    from optuna_dashboard import run_server
-
-    from tuner.study import storage_for
+    from tuner.optuna.dashboard import serve
 
     engine = open_engine(settings)
     engine.dispose()
@@ -133,13 +131,7 @@ def serve_dashboard(settings: Settings, host: str, port: int, err: Console) -> N
                   f"delete studies; it is now reachable on {host}")
     err.print(f"optuna-dashboard for {safe_url(settings.db_url)} on http://{host}:{port}/ "
               "(Ctrl-C to stop)")
-    store = None
-    if settings.artifact_dir is not None:
-        from optuna.artifacts import FileSystemArtifactStore
-
-        settings.artifact_dir.mkdir(parents=True, exist_ok=True)
-        store = FileSystemArtifactStore(str(settings.artifact_dir))
-    run_server(storage_for(settings.db_url), host=host, port=port, artifact_store=store)
+    serve(settings.db_url, host, port, settings.artifact_dir)
 
 
 def _param_text(p: Param) -> str:

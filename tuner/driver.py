@@ -10,9 +10,10 @@ Under a scheduler a driver holds the job's lease (``lease``: owner name and seco
 transaction it writes in first renews that lease and fails with ``LeaseLost`` if another
 scheduler has taken the job over, so two drivers of one job never both write.
 
-Proposals come from an in-memory proposer (``tuner.study``) rebuilt from the trial table when a
-driver starts; told trials reach the problem's Optuna study in the database through
-``tuner.mirror``, and a job is declared finished only once all of them are there.
+Proposals come from an in-memory proposer (``tuner.control.searches``) rebuilt from the trial
+table when a driver starts; told trials reach the problem's Optuna study in the database
+through ``tuner.optuna.mirror``, and a job is declared finished only once all of them are
+there.
 
 Problems of a job run one after another; ``parallel`` trials of the current one are in flight.
 Budget accounting follows the replay README: a *measured* trial is a distinct config that went
@@ -40,22 +41,22 @@ from search_spaces import Config
 from search_spaces import Context
 from search_spaces import stable_hash
 from tuner.confirm import Confirmation
+from tuner.control.searches import make_proposer
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import JobSpec
 from tuner.core.types import TrialStatus
 from tuner.core.types import problem_hash
 from tuner.jobs import problem_context
 from tuner.kernels import KernelSpec
-from tuner.mirror import Mirror
+from tuner.optuna.mirror import Mirror
 from tuner.queue import BenchQueue
 from tuner.queue import QueueUnavailable
 from tuner.results import fingerprint
 from tuner.search import Proposer
-from tuner.search import make_proposer
+from tuner.search import Told
 from tuner.search.prior import model_prior
 from tuner.search.transfer import stored_best_rows
 from tuner.search.transfer import transfer_configs
-from tuner.study import Told
 
 log = logging.getLogger(__name__)
 

@@ -15,14 +15,14 @@ import sqlalchemy.orm as so
 
 from db import repository as repo
 from search_spaces import Context
+from tuner.control.searches import SEARCHES
 from tuner.core.devices import CPU_KIND
 from tuner.core.devices import DEVICES
 from tuner.core.devices import target_limits
 from tuner.core.types import JobSpec
 from tuner.core.types import problem_key
 from tuner.kernels import KernelSpec
-from tuner.search import SEARCHES
-from tuner.study import create_study_record
+from tuner.optuna.storage import create_study_record
 
 
 class JobError(ValueError):
@@ -46,7 +46,8 @@ def validate(spec: JobSpec, kernel: KernelSpec) -> list[str]:
         errors.append("no problem given (e.g. --shape " + ",".join(
             f"{d}={v}" for d, v in (kernel.example_problem or {}).items()) + ")")
     if spec.sampler not in SEARCHES:
-        errors.append(f"unknown sampler {spec.sampler!r} (choose from {', '.join(SEARCHES)})")
+        errors.append(f"unknown sampler {spec.sampler!r} (choose from "
+                      f"{', '.join(SEARCHES.names())})")
     if spec.static_check is not None and spec.static_check not in DEVICES:
         errors.append(f"cannot statically check for {spec.static_check!r}: not a GPU kind of "
                       f"the device table ({', '.join(DEVICES)})")

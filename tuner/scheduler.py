@@ -29,8 +29,8 @@ from tuner.driver import LeaseLost
 from tuner.kernels import KernelError
 from tuner.kernels import KernelSpec
 from tuner.kernels import resolve_kernel
-from tuner.mirror import Mirror
-from tuner.mirror import MirrorThread
+from tuner.optuna.mirror import Mirror
+from tuner.optuna.mirror import MirrorThread
 from tuner.queue import BenchQueue
 
 log = logging.getLogger(__name__)

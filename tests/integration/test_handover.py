@@ -36,10 +36,10 @@ from tuner.driver import LeaseLost
 from tuner.jobs import create_job
 from tuner.kernels import KernelSpec
 from tuner.kernels import resolve_kernel
-from tuner.mirror import Mirror
-from tuner.mirror import frozen_trial
-from tuner.mirror import trial_record
-from tuner.study import storage_for
+from tuner.optuna.mirror import Mirror
+from tuner.optuna.mirror import frozen_trial
+from tuner.optuna.mirror import trial_record
+from tuner.optuna.storage import storage_for
 
 pytestmark = pytest.mark.integration
 QUIET = Console(file=io.StringIO())
@@ -186,7 +186,7 @@ def test_racing_mirrors_record_each_trial_once(pg, monkeypatch, bulk):
             both_read.wait()  # each mirror holds the same batch before either writes
         return pending
 
-    monkeypatch.setattr(repo, "unmirrored_trials", read_then_wait)  # as tuner.mirror reads it
+    monkeypatch.setattr(repo, "unmirrored_trials", read_then_wait)  # as the mirror reads it
     mirrors = [Mirror(sessions, settings.db_url) for _ in range(2)]
     for m in mirrors:
         m.bulk = bulk

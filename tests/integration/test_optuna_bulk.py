@@ -11,10 +11,10 @@ from optuna.distributions import CategoricalDistribution
 from optuna.distributions import IntDistribution
 
 from db.session import make_engine
-from tuner import optuna_bulk
-from tuner.mirror import frozen_trial
-from tuner.optuna_bulk import TrialRecord
-from tuner.study import storage_for
+from tuner.optuna import bulk as optuna_bulk
+from tuner.optuna.bulk import TrialRecord
+from tuner.optuna.mirror import frozen_trial
+from tuner.optuna.storage import storage_for
 
 DISTS = {"BLOCK": CategoricalDistribution([16, 32, 64]), "stages": IntDistribution(1, 5),
          "act": CategoricalDistribution(["relu", "gelu"])}

@@ -12,7 +12,7 @@ import pytest
 from optuna_dashboard._note import get_note_from_system_attrs
 
 from tests.conftest import run_cli
-from tuner.study import OBJECTIVE_NAME
+from tuner.optuna.storage import OBJECTIVE_NAME
 
 SHAPE = "M=64,N=48,K=40"
 STUDY = "matmul/M64-N48-K40/fp16/cpu/job-1"

@@ -24,8 +24,8 @@ from tuner.core.types import Budget
 from tuner.core.types import JobSpec
 from tuner.core.types import TimingSettings
 from tuner.kernels import resolve_kernel
+from tuner.search import Told
 from tuner.search.model_search import ModelSearch
-from tuner.study import Told
 from workers.bench_process import BenchProcess
 
 QUIET = Console(file=io.StringIO())

@@ -43,8 +43,8 @@ from tuner.search.encoding import Encoder
 from tuner.search.gp import GaussianProcess
 from tuner.search.gp import expected_improvement
 from tuner.search.gp import normal_scores
-from tuner.study import Asked
-from tuner.study import Told
+from tuner.search.proposer import Asked
+from tuner.search.proposer import Told
 
 MAX_CANDIDATES = 50_000
 #: A space too large to enumerate is sampled (up to MAX_CANDIDATES valid configs from 20 times

@@ -1,43 +1,27 @@
-"""The Optuna side of a problem: the only module that imports Optuna.
+"""Optuna's samplers as proposers of the search interface (``tuner.search.proposer``).
 
-Two halves, so that the database is never on a proposal's critical path:
-
-* **Proposing** runs on an in-memory Optuna study (``OptunaProposer``): ask and tell cost well
-  under a millisecond instead of a dozen database round trips. It is rebuilt from the service's
-  own trial table whenever a driver (re)starts, so nothing lives only in memory.
-* **Recording** (``tuner.mirror``) copies every told trial into the problem's Optuna study in
-  the service database: one study per (job, problem), named readably, objective "roofline
-  fraction" (maximise), metrics in user attrs, failures as FAIL trials with their status. That
-  is what ``optuna-dashboard <db url>`` shows.
+``OptunaProposer`` runs ask/tell on an in-memory Optuna study with the chosen sampler: ask and
+tell cost well under a millisecond. It is rebuilt from the service's own trial table whenever a
+driver (re)starts, so nothing lives only in memory.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-import warnings
-from collections.abc import Mapping
+from collections.abc import Callable
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import optuna
-from optuna.distributions import BaseDistribution
-from optuna.distributions import CategoricalDistribution
-from optuna.distributions import IntDistribution
-from optuna.storages import RDBStorage
 from optuna.trial import TrialState
 
-from db.session import engine_kwargs
-from db.session import normalise_url
 from search_spaces import Config
-from search_spaces import IntRange
+from search_spaces import Context
 from search_spaces import SearchSpace
+from tuner.optuna.storage import distributions
+from tuner.search.proposer import Asked
+from tuner.search.proposer import Told
 
 SAMPLERS = ("tpe", "random", "grid")
-OBJECTIVE_NAME = "roofline_fraction"
-
-optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
 class AskTellGridSampler(optuna.samplers.GridSampler):
@@ -48,12 +32,6 @@ class AskTellGridSampler(optuna.samplers.GridSampler):
     def after_trial(self, study: optuna.Study, trial: optuna.trial.FrozenTrial,
                     state: TrialState, values: Sequence[float] | None) -> None:
         return None
-
-
-@functools.lru_cache(maxsize=8)
-def storage_for(db_url: str) -> RDBStorage:
-    """One ``RDBStorage`` (one engine) per database URL per process."""
-    return RDBStorage(normalise_url(db_url), engine_kwargs=engine_kwargs(db_url))
 
 
 def make_sampler(name: str, space: SearchSpace, seed: int | None) -> optuna.samplers.BaseSampler:
@@ -68,44 +46,6 @@ def make_sampler(name: str, space: SearchSpace, seed: int | None) -> optuna.samp
         grid = {p.name: list(p.values()) for p in space.params}
         return AskTellGridSampler(grid, seed=seed)
     raise ValueError(f"unknown sampler {name!r} (choose from {', '.join(SAMPLERS)})")
-
-
-def distributions(space: SearchSpace, config: Mapping[str, Any]) -> dict[str, BaseDistribution]:
-    """The Optuna distribution of each active parameter, exactly as ``space.suggest`` asks."""
-    out: dict[str, BaseDistribution] = {}
-    for p in space.active_params(config):
-        if isinstance(p, IntRange):
-            out[p.name] = IntDistribution(p.low, p.high, step=p.step)
-        else:
-            out[p.name] = CategoricalDistribution(list(p.values()))
-    return out
-
-
-def create_study_record(db_url: str, study_name: str, attrs: Mapping[str, Any]) -> None:
-    """Create the problem's Optuna study in the database (idempotent), named and described."""
-    study = optuna.create_study(storage=storage_for(db_url), study_name=study_name,
-                                direction="maximize", load_if_exists=True)
-    with warnings.catch_warnings():  # experimental API; naming the objective is all we need
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        study.set_metric_names([OBJECTIVE_NAME])
-    for key, value in attrs.items():
-        study.set_user_attr(key, value)
-
-
-@dataclass(frozen=True)
-class Asked:
-    number: int
-    config: Config
-
-
-@dataclass(frozen=True)
-class Told:
-    """A past trial, as the proposer needs it to rebuild: config, and outcome once final."""
-
-    number: int
-    config: Config
-    final: bool
-    fraction: float | None
 
 
 class OptunaProposer:
@@ -139,3 +79,17 @@ class OptunaProposer:
             self.study.tell(number, fraction, skip_if_finished=True)
         else:
             self.study.tell(number, state=TrialState.FAIL, skip_if_finished=True)
+
+
+def sampler_search(name: str) -> Callable[..., OptunaProposer]:
+    """A search factory (``tuner.search.proposer.SearchFactory``) for Optuna's sampler
+    ``name``; the prior and warm-start configs are the default search's, not Optuna's."""
+    if name not in SAMPLERS:
+        raise ValueError(f"unknown sampler {name!r} (choose from {', '.join(SAMPLERS)})")
+
+    def factory(space: SearchSpace, ctx: Context, seed: int | None,
+                prior: Callable[[Config], float] | None,
+                warm_start: Sequence[Config]) -> OptunaProposer:
+        return OptunaProposer(space, name, seed)
+
+    return factory

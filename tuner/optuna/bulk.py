@@ -7,8 +7,8 @@ multi-row INSERT per table into Optuna's own tables, exactly as Optuna lays them
 
 It relies on Optuna's table layout, so it is used only when the installed Optuna declares the
 schema version it was written for (``SUPPORTED_SCHEMA``) and the database is PostgreSQL or
-SQLite; otherwise ``tuner.mirror`` falls back to the public API. A test writes the same trials
-both ways and compares what Optuna reads back.
+SQLite; otherwise ``tuner.optuna.mirror`` falls back to the public API. A test writes the same
+trials both ways and compares what Optuna reads back.
 """
 
 from __future__ import annotations

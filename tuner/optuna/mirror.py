@@ -3,7 +3,7 @@
 The service's own table is the source of truth; the Optuna study of each problem is its
 record for ``optuna-dashboard``. ``Mirror.sync`` writes every told, not yet mirrored trial of a
 job as a finished Optuna trial (params, value or FAIL, user attrs) — in one transaction per
-batch through ``tuner.optuna_bulk`` when the installed Optuna's schema is the one it knows, one
+batch through ``tuner.optuna.bulk`` when the installed Optuna's schema is the one it knows, one
 ``create_new_trial`` call per trial otherwise — then notes the Optuna trial ids on our rows.
 
 It is safe to run in several processes at once (two schedulers during a lease handover, a
@@ -33,11 +33,11 @@ from db.models import utcnow
 from db.retry import is_transient
 from db.session import normalise_url
 from search_spaces import SearchSpace
-from tuner import optuna_bulk
 from tuner.core.types import TrialStatus
-from tuner.optuna_bulk import TrialRecord
-from tuner.study import distributions
-from tuner.study import storage_for
+from tuner.optuna import bulk as optuna_bulk
+from tuner.optuna.bulk import TrialRecord
+from tuner.optuna.storage import distributions
+from tuner.optuna.storage import storage_for
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +131,7 @@ class Mirror:
     def annotate(self, job_id: int) -> None:
         """Notes and roofline charts on the finished problems' studies (best effort: the
         trials are recorded either way)."""
-        from tuner.study_notes import annotate_job
+        from tuner.optuna.notes import annotate_job
 
         try:
             annotate_job(self.sessions, self.storage, job_id, self.artifact_dir,
