@@ -68,7 +68,7 @@ DbOption = Annotated[str | None, typer.Option(
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
-    from tuner.jobs import JobError
+    from tuner.control.jobs import JobError
     from workers.celery_app import InsecureBrokerError
 
     return (UsageError, KernelError, DatabaseError, JobError, InsecureBrokerError)

@@ -28,9 +28,9 @@ from db.session import make_engine
 from db.session import safe_url
 from db.session import session_factory
 from tuner.cli_tune import update_progress
+from tuner.control.jobs import create_job
 from tuner.core.settings import Settings
 from tuner.core.types import JobSpec
-from tuner.jobs import create_job
 from tuner.kernels import KernelSpec
 
 FINISHED = ("completed", "failed", "cancelled")
@@ -119,7 +119,7 @@ def _stop_on_signals(stop: threading.Event) -> None:
 
 
 def run_scheduler(settings: Settings, poll_s: float, err: Console) -> None:
-    from tuner.scheduler import Scheduler
+    from tuner.control.scheduler import Scheduler
     from workers.celery_app import configure
     from workers.dispatch import CeleryQueue
 

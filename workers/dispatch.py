@@ -17,8 +17,8 @@ import kombu.exceptions
 import redis
 from celery import Celery
 
+from tuner.control.queue import QueueUnavailable
 from tuner.core.types import BenchmarkRequest
-from tuner.queue import QueueUnavailable
 from workers.celery_app import BENCH_TASK
 from workers.celery_app import queue_for
 from workers.celery_app import time_limits

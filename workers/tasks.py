@@ -19,7 +19,6 @@ from db.session import make_engine
 from db.session import session_factory
 from tuner.core.settings import Settings
 from tuner.core.types import BenchmarkRequest
-from tuner.core.types import Measurement
 from workers.backends.pool import BackendPool
 from workers.celery_app import BENCH_TASK
 from workers.celery_app import app
@@ -44,9 +43,9 @@ class _Runtime:
                                           socket_connect_timeout=2)
         self.worker = TrialWorker(self.pool.backend_for, session_factory(self.engine),
                                   name=os.environ.get(ENV_NAME) or None,
-                                  on_recorded=self.announce, close=self.pool.close)
+                                  on_finished=self.announce, close=self.pool.close)
 
-    def announce(self, request: BenchmarkRequest, measurement: Measurement) -> None:
+    def announce(self, request: BenchmarkRequest) -> None:
         """Wake the schedulers (best effort: they poll the database anyway)."""
         with contextlib.suppress(redis.RedisError):
             self.redis.publish(DONE_CHANNEL, str(request.job_id))

@@ -22,11 +22,11 @@ from db import repository as repo
 from db.models import utcnow
 from db.retry import retry_db
 from search_spaces import stable_hash
+from tuner.control.recording import record_measurement
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import Measurement
 from tuner.core.types import StaticResult
 from tuner.core.types import TrialStatus
-from tuner.results import record_measurement
 from workers.backends.base import Backend
 
 log = logging.getLogger(__name__)
@@ -46,16 +46,21 @@ def lease_seconds(request: BenchmarkRequest) -> float:
 
 
 class TrialWorker:
-    """Measures requests on the backend ``backend_for(request)`` and records them."""
+    """Measures requests on the backend ``backend_for(request)`` and records them.
+
+    ``on_finished(request)`` is called after a request's outcome was stored by this worker
+    (a measurement, a static check or a confirmation): the fleet's workers use it to wake the
+    schedulers.
+    """
 
     def __init__(self, backend_for: Callable[[BenchmarkRequest], Backend],
                  sessions: so.sessionmaker[so.Session], name: str | None = None,
-                 on_recorded: Callable[[BenchmarkRequest, Measurement], None] | None = None,
+                 on_finished: Callable[[BenchmarkRequest], None] | None = None,
                  close: Callable[[], None] | None = None) -> None:
         self.backend_for = backend_for
         self.sessions = sessions
         self.name = name or worker_name()
-        self.on_recorded = on_recorded
+        self.on_finished = on_finished
         self._close = close
 
     def claim(self, request: BenchmarkRequest) -> bool:
@@ -95,8 +100,8 @@ class TrialWorker:
         if not self.record(request, measurement):
             log.warning("result of trial %s attempt %s arrived after the trial moved on",
                         request.trial_id, request.attempt)
-        elif self.on_recorded is not None:
-            self.on_recorded(request, measurement)
+        elif self.on_finished is not None:
+            self.on_finished(request)
 
     def handle_check(self, request: BenchmarkRequest) -> None:
         """Compile the config for its target (or find the cached result) and move the trial
@@ -129,8 +134,8 @@ class TrialWorker:
                 return repo.finish_check(session, request.trial_id, request.attempt, values)
 
         if retry_db(store, deadline_s=RECORD_DEADLINE_S, what="recording a static check") \
-                and self.on_recorded is not None:
-            self.on_recorded(request, Measurement(status=str(TrialStatus.COMPILE_ERROR)))
+                and self.on_finished is not None:
+            self.on_finished(request)
 
     def handle_confirm(self, request: BenchmarkRequest) -> None:
         """Re-time the finalists interleaved and store their medians (once per attempt)."""
@@ -148,8 +153,8 @@ class TrialWorker:
                                                 timings)
 
         if retry_db(store, deadline_s=RECORD_DEADLINE_S, what="recording a confirmation") \
-                and self.on_recorded is not None:
-            self.on_recorded(request, Measurement(status=str(TrialStatus.OK)))
+                and self.on_finished is not None:
+            self.on_finished(request)
 
     def close(self) -> None:
         if self._close is not None:

@@ -127,8 +127,8 @@ def test_same_message_delivered_twice(fleet, monkeypatch):
     """An in-process scheduler whose queue publishes every request twice."""
     from db.session import make_engine
     from db.session import session_factory
+    from tuner.control.scheduler import Scheduler
     from tuner.core.settings import Settings
-    from tuner.scheduler import Scheduler
     from workers.celery_app import configure
     from workers.dispatch import CeleryQueue
 

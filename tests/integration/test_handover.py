@@ -27,13 +27,13 @@ from db.session import session_factory
 from tests.conftest import ROOT
 from tests.conftest import replay_file
 from tuner.cli_tune import run_tune
+from tuner.control.driver import JobDriver
+from tuner.control.driver import LeaseLost
+from tuner.control.jobs import create_job
 from tuner.core.settings import Settings
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import Budget
 from tuner.core.types import JobSpec
-from tuner.driver import JobDriver
-from tuner.driver import LeaseLost
-from tuner.jobs import create_job
 from tuner.kernels import KernelSpec
 from tuner.kernels import resolve_kernel
 from tuner.optuna.mirror import Mirror

@@ -22,16 +22,16 @@ import sqlalchemy.orm as so
 
 from db import repository as repo
 from db.retry import is_transient
+from tuner.control.driver import JobDriver
+from tuner.control.driver import LeaseLost
+from tuner.control.queue import BenchQueue
 from tuner.core.settings import Settings
 from tuner.core.types import JobSpec
-from tuner.driver import JobDriver
-from tuner.driver import LeaseLost
 from tuner.kernels import KernelError
 from tuner.kernels import KernelSpec
 from tuner.kernels import resolve_kernel
 from tuner.optuna.mirror import Mirror
 from tuner.optuna.mirror import MirrorThread
-from tuner.queue import BenchQueue
 
 log = logging.getLogger(__name__)
 

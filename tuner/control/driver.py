@@ -40,18 +40,18 @@ from db.models import utcnow
 from search_spaces import Config
 from search_spaces import Context
 from search_spaces import stable_hash
-from tuner.confirm import Confirmation
+from tuner.control.confirm import Confirmation
+from tuner.control.jobs import problem_context
+from tuner.control.queue import BenchQueue
+from tuner.control.queue import QueueUnavailable
+from tuner.control.recording import JobIdentity
+from tuner.control.recording import offer_trial
 from tuner.control.searches import make_proposer
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import JobSpec
 from tuner.core.types import TrialStatus
-from tuner.core.types import problem_hash
-from tuner.jobs import problem_context
 from tuner.kernels import KernelSpec
 from tuner.optuna.mirror import Mirror
-from tuner.queue import BenchQueue
-from tuner.queue import QueueUnavailable
-from tuner.results import fingerprint
 from tuner.search import Proposer
 from tuner.search import Told
 from tuner.search.prior import model_prior
@@ -113,11 +113,12 @@ class JobDriver:
             if job is None:
                 raise LookupError(f"no job {job_id}")
             self.spec = JobSpec.from_json(job.spec)
-            self.source_hash = job.kernel_source_hash
-            self.space_hash = job.space_hash
+            self.job = JobIdentity(job_id, self.spec, kernel.name, job.kernel_source_hash,
+                                   job.space_hash)
             requests = [self._request(t, session) for t in repo.queued_trials(session, job_id)]
-        self._publish(requests)  # resume: whatever was queued may never have been delivered
-        self.confirmation = Confirmation(self)
+        self.publish(requests)  # resume: whatever was queued may never have been delivered
+        self.confirmation = Confirmation(self.job, self.transaction,
+                                         lambda rs: self.publish(rs, mark=False))
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[so.Session]:
@@ -149,7 +150,7 @@ class JobDriver:
                         for t in repo.unpublished_or_stale(session, self.job_id, cut)]
         for t in requeued:
             log.warning("trial %s: worker vanished; requeued as attempt %s", t.id, t.attempt)
-        self._publish(requests)
+        self.publish(requests)
         for t in lost:
             log.warning("trial %s lost after %s attempts", t.id, t.attempt)
         if status in FINAL_JOB_STATES:
@@ -213,22 +214,11 @@ class JobDriver:
                         problem.best_fraction = fraction
                         problem.best_trial_id = t.id
                         problem.last_improvement = problem.measured
-                        self._offer_best(session, problem, t)
+                        if t.median_ms is not None:  # offered to production lookups
+                            offer_trial(session, self.job, problem, t, fraction, t.median_ms)
         if self.on_told is not None:
             for t in untold:
                 self.on_told(t)
-
-    def _offer_best(self, session: so.Session, problem: Problem, t: Trial) -> None:
-        """Offer a new best of the search to the best-config table (never a prediction)."""
-        if t.fraction is None or t.median_ms is None or self.spec.backend.startswith("model:"):
-            return
-        repo.offer_best(
-            session, kernel=self.kernel.name, problem=problem.problem,
-            problem_hash=problem_hash(problem.problem), problem_key=problem.problem_key,
-            dtype=self.spec.dtype, device_kind=t.device_kind or self.spec.device_kind,
-            backend=self.spec.backend, config=t.config, fraction=t.fraction,
-            median_ms=t.median_ms, trial_id=t.id, job_id=self.job_id,
-            fingerprint=self.fingerprint_of(t))
 
     # -- stop rules ---------------------------------------------------------------------------
     def _stop_reason(self, run: _ProblemRun, problem: Problem) -> str | None:
@@ -306,13 +296,10 @@ class JobDriver:
             run.free_streak += 1
             return False
         run.free_streak = 0
-        self._publish([request])
+        self.publish([request])
         return True
 
-    def fingerprint_of(self, t: Trial) -> dict[str, Any]:
-        return fingerprint(self.source_hash, self.space_hash, t)
-
-    def _publish(self, requests: list[BenchmarkRequest], mark: bool = True) -> None:
+    def publish(self, requests: list[BenchmarkRequest], mark: bool = True) -> None:
         """Hand requests to the queue and note when; stop at the first broker failure (the
         rest stay queued in the database and are published on a later round)."""
         sent: list[int] = []
@@ -341,7 +328,7 @@ class JobDriver:
             device_kind=str(spec.static_check) if check else spec.device_kind,
             seed=spec.seed if spec.seed is not None else 0, timing=spec.timing,
             compile_timeout_s=spec.compile_timeout_s, run_timeout_s=spec.run_timeout_s,
-            mode="check" if check else "bench", kernel_hash=self.source_hash,
+            mode="check" if check else "bench", kernel_hash=self.job.source_hash,
             problem_id=t.problem_id)
 
     def _run_for(self, problem: Problem) -> _ProblemRun:

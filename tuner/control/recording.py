@@ -1,23 +1,30 @@
-"""Turn a measurement into a stored, scored trial result (the worker's only write).
+"""What the service writes when something was measured: a scored trial result, and a best
+config offered to the production table.
 
 ``record_measurement`` scores the measurement against its roofline and stores it with the
 compare-and-set of ``db.repository.store_result``: it returns False, and changes nothing, when
 the trial has moved on (a duplicate delivery, a cancelled job, an attempt the reconciler
-replaced).
+replaced). ``offer_trial`` offers a trial as the best config of its (kernel, problem, dtype,
+device kind) with the fingerprint of everything that can change the answer; predictions
+(``model:``) are never offered.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy.orm as so
 
 from db import repository as repo
+from db.models import Problem
 from db.models import Trial
 from tuner.core.roofline import score
 from tuner.core.types import BenchmarkRequest
+from tuner.core.types import JobSpec
 from tuner.core.types import Measurement
 from tuner.core.types import TrialStatus
+from tuner.core.types import problem_hash
 
 
 def result_values(m: Measurement) -> dict[str, Any]:
@@ -55,3 +62,33 @@ def fingerprint(job_kernel_hash: str, space_hash: str, t: Trial) -> dict[str, An
         "torch": prov.get("torch"), "cuda": prov.get("cuda"), "driver": prov.get("driver"),
         "backend": prov.get("backend"),
     }
+
+
+@dataclass(frozen=True)
+class JobIdentity:
+    """What the writers of a job's results know about it: its id, spec, kernel name and the
+    hashes of its kernel source and search space (from its row in ``tuner_jobs``)."""
+
+    job_id: int
+    spec: JobSpec
+    kernel_name: str
+    source_hash: str
+    space_hash: str
+
+
+def offer_trial(session: so.Session, job: JobIdentity, problem: Problem, t: Trial,
+                fraction: float, median_ms: float, *, replace_from_job: bool = False) -> bool:
+    """Offer trial ``t`` of ``problem`` (at ``fraction``, ``median_ms``) as the best config of
+    its key; True if it became it. A prediction (``model:`` backend) is never offered.
+    ``replace_from_job``: also replace the row this job stored (a confirmation re-timing
+    overrides the search's own, noisier figures)."""
+    if job.spec.backend.startswith("model:"):
+        return False
+    return repo.offer_best(
+        session, kernel=job.kernel_name, problem=problem.problem,
+        problem_hash=problem_hash(problem.problem), problem_key=problem.problem_key,
+        dtype=job.spec.dtype, device_kind=t.device_kind or job.spec.device_kind,
+        backend=job.spec.backend, config=t.config, fraction=fraction, median_ms=median_ms,
+        trial_id=t.id, job_id=job.job_id,
+        fingerprint=fingerprint(job.source_hash, job.space_hash, t),
+        replace_from_job=replace_from_job)

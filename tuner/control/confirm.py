@@ -6,34 +6,42 @@ worker in one request, which times them round-robin (A B C A B C …, so drift a
 them alike) and reports each one's median. The winner is the fastest re-timed config; its
 confirmed time and fraction are what the best-config table keeps. If the confirmation does not
 come back in time, the search's own ranking stands.
+
+A ``Confirmation`` belongs to one job's driver, which hands it the job's identity, its fenced
+write transaction and its way of publishing requests; it knows nothing else of the driver.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 import sqlalchemy.orm as so
 
 from db import repository as repo
 from db.models import Problem
 from db.models import utcnow
+from tuner.control.recording import JobIdentity
+from tuner.control.recording import offer_trial
 from tuner.core.types import BenchmarkRequest
-from tuner.core.types import problem_hash
-
-if TYPE_CHECKING:
-    from tuner.driver import JobDriver
 
 CONFIRM_MARGIN_S = 120.0
 
 
 class Confirmation:
-    def __init__(self, driver: JobDriver) -> None:
-        self.driver = driver
+    def __init__(self, job: JobIdentity,
+                 transaction: Callable[[], AbstractContextManager[so.Session]],
+                 publish: Callable[[list[BenchmarkRequest]], None]) -> None:
+        """``transaction()``: a write transaction of the job's driver (fenced by its lease);
+        ``publish(requests)``: hand requests to the job's queue."""
+        self.job = job
+        self.transaction = transaction
+        self.publish = publish
 
     def in_progress(self, problem: Problem) -> bool:
         """Start the confirmation of a stopped problem, or say it is still running."""
-        spec = self.driver.spec
+        spec = self.job.spec
         if spec.confirm_top < 2 or problem.confirm_status in ("done", "skipped"):
             return False
         if spec.backend.startswith(("replay:", "model:")):
@@ -44,10 +52,10 @@ class Confirmation:
             started = problem.confirm_started_at or utcnow()
             if utcnow() - started < dt.timedelta(seconds=deadline):
                 return True
-            with self.driver.transaction() as session:
+            with self.transaction() as session:
                 repo.update_problem(session, problem.id, confirm_status="skipped")
             return False
-        with self.driver.transaction() as session:
+        with self.transaction() as session:
             top = list(repo.top_trials(session, problem.id, spec.confirm_top))
             if len(top) < 2:
                 return False
@@ -55,15 +63,15 @@ class Confirmation:
             repo.update_problem(session, problem.id, confirm_status="pending",
                                 confirm_attempt=attempt, confirm_started_at=utcnow())
         request = BenchmarkRequest(
-            trial_id=top[0].id, attempt=attempt, job_id=self.driver.job_id,
+            trial_id=top[0].id, attempt=attempt, job_id=self.job.job_id,
             kernel=spec.kernel, problem=dict(problem.problem), dtype=spec.dtype,
             params=dict(top[0].config), backend=spec.backend, device_kind=spec.device_kind,
             seed=spec.seed if spec.seed is not None else 0, timing=spec.timing,
             compile_timeout_s=spec.compile_timeout_s, run_timeout_s=spec.run_timeout_s,
             mode="confirm", finalists=[{"trial_id": t.id, "params": dict(t.config)}
                                        for t in top],
-            kernel_hash=self.driver.source_hash, problem_id=problem.id)
-        self.driver._publish([request], mark=False)
+            kernel_hash=self.job.source_hash, problem_id=problem.id)
+        self.publish([request])
         return True
 
     def conclude(self, session: so.Session, problem: Problem) -> str | None:
@@ -80,15 +88,9 @@ class Confirmation:
         assert winner.confirm_ms is not None
         fraction = winner.roof_ms / winner.confirm_ms if winner.roof_ms else winner.fraction
         repo.update_problem(session, problem.id, best_trial_id=winner.id, best_fraction=fraction)
-        spec = self.driver.spec
-        if fraction is not None and not spec.backend.startswith("model:"):
-            repo.offer_best(
-                session, kernel=self.driver.kernel.name, problem=problem.problem,
-                problem_hash=problem_hash(problem.problem), problem_key=problem.problem_key,
-                dtype=spec.dtype, device_kind=winner.device_kind or spec.device_kind,
-                backend=spec.backend, config=winner.config, fraction=fraction,
-                median_ms=winner.confirm_ms, trial_id=winner.id, job_id=self.driver.job_id,
-                fingerprint=self.driver.fingerprint_of(winner), replace_from_job=True)
+        if fraction is not None:
+            offer_trial(session, self.job, problem, winner, fraction, winner.confirm_ms,
+                        replace_from_job=True)
         ranked = sorted(finalists, key=lambda t: t.confirm_ms or float("inf"))
         order = ", ".join(f"#{t.number} {t.confirm_ms:.4g} ms" for t in ranked)
         return f"top {len(finalists)} re-timed interleaved: {order}"
