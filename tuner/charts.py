@@ -35,20 +35,30 @@ def _pyplot() -> Any:
     return plt
 
 
-def device_ceilings(device_kind: str | None, cache_dir: Path | None = None,
+def device_ceilings(device_kind: str | None, measured: Mapping[str, Any] | None = None,
                     ) -> tuple[dict[str, float], float] | None:
-    """(peak TFLOP/s by dtype, GB/s): the datasheet of a GPU kind, or the host's measured
-    ceilings (cached by the workers) for ``cpu``; None when unknown."""
+    """(peak TFLOP/s by dtype, GB/s): the datasheet of a GPU kind, else the ``measured``
+    ceilings (``{"tflops": {dtype: …}, "bandwidth_gbps": …}``, as a worker measured and each
+    trial stores them: the roof its trials were scored against); None when neither is known.
+    Nothing is measured here."""
     from tuner.core.devices import device_spec
 
     spec = device_spec(device_kind or "")
     if spec is not None:
         return dict(spec.tflops), spec.bandwidth_gbps
-    if device_kind == "cpu":
-        from workers.calibrate import cached_ceilings
+    if measured and measured.get("tflops") and measured.get("bandwidth_gbps"):
+        return ({k: float(v) for k, v in measured["tflops"].items()},
+                float(measured["bandwidth_gbps"]))
+    return None
 
-        data = cached_ceilings("cpu", "cpu", cache_dir)
-        return dict(data["tflops"]), float(data["bandwidth_gbps"])
+
+def stored_ceilings(trials: Sequence[Any]) -> dict[str, Any] | None:
+    """The measured ceilings stored with the first of ``trials`` (rows of ``tuner_trials``)
+    that has them: the worker's calibration its trials were scored against."""
+    for t in trials:
+        ceilings = (t.provenance or {}).get("ceilings")
+        if ceilings:
+            return dict(ceilings)
     return None
 
 

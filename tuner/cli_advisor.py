@@ -154,7 +154,12 @@ def profile_command(program: str, args: list[str], device_kind: str,
     if program.endswith(".py") and not Path(program).is_file():
         raise UsageError(f"no such script: {program}")
     try:
-        return profile_program(program, args, device_kind, device)
+        from tuner.core.settings import Settings
+        from workers.calibrate import cached_ceilings
+
+        cache_dir = Settings.from_env().cache_dir
+        return profile_program(program, args, device_kind, device,
+                               lambda dev, name: cached_ceilings(dev, name, cache_dir))
     except SystemExit as exc:
         if exc.code not in (0, None):
             raise UsageError(f"{program} exited with status {exc.code}") from None

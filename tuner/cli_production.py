@@ -42,7 +42,7 @@ def register(app: typer.Typer, friendly: Callable[[Any], Any], console: Console,
         try:
             if profile is not None and not profile.is_file():
                 raise UsageError(f"no such profile: {profile}")
-            path = build_report(session_factory(engine), job, out, settings.cache_dir, profile)
+            path = build_report(session_factory(engine), job, out, profile)
         except LookupError as exc:
             raise UsageError(str(exc)) from None
         finally:

@@ -131,7 +131,7 @@ def run_tune(spec: JobSpec, kernel: KernelSpec, settings: Settings, console: Con
         return TrialWorker(pool.backend_for, sessions, worker_name(":inline"), close=pool.close)
 
     queue = InlineQueue(local_worker, len(backends))
-    mirror = Mirror(sessions, settings.db_url, settings.artifact_dir, settings.cache_dir)
+    mirror = Mirror(sessions, settings.db_url, settings.artifact_dir)
     mirroring = MirrorThread(mirror, lambda: {created.job_id: kernel.space}).start()
     interrupted = False
     try:

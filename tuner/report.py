@@ -24,6 +24,7 @@ from tuner.charts import Point
 from tuner.charts import device_ceilings
 from tuner.charts import history_png
 from tuner.charts import roofline_png
+from tuner.charts import stored_ceilings
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:70em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;
@@ -47,17 +48,14 @@ def _config_text(config: dict[str, Any] | None) -> str:
 
 
 def _charts(job: Job, problems: list[Problem], trials: list[Trial], out: Path,
-            cache_dir: Path | None) -> tuple[int, str]:
+            ) -> tuple[int, str]:
     best_ids = {p.best_trial_id for p in problems}
     points = [Point(t.intensity, t.tflops, "best" if t.id in best_ids else "",
                     60 if t.id in best_ids else 20,
                     "tab:red" if t.id in best_ids else "tab:blue")
               for t in trials if t.status == "ok" and t.intensity and t.tflops]
     kind = job.spec.get("device_kind")
-    try:
-        ceilings = device_ceilings(kind, cache_dir)
-    except Exception:  # no calibration possible here: plot the points without roofs
-        ceilings = None
+    ceilings = device_ceilings(kind, stored_ceilings(trials))
     drawn = roofline_png(points, ceilings, out / "roofline.png",
                          f"job {job.id}: {job.kernel} on {kind}")
     series = {p.problem_key: [t.fraction for t in trials
@@ -86,7 +84,7 @@ def _profile_section(profile_path: Path | None, out: Path) -> str:
 
 
 def build_report(sessions: so.sessionmaker[so.Session], job_id: int, out: Path,
-                 cache_dir: Path | None = None, profile: Path | None = None) -> Path:
+                 profile: Path | None = None) -> Path:
     """Write ``report.html``, ``roofline.png`` and ``history.png`` under ``out`` (and, given a
     profile from ``tuner profile --out``, its roofline chart); returns the page's path.
     Raises ``LookupError`` for an unknown job."""
@@ -99,7 +97,7 @@ def build_report(sessions: so.sessionmaker[so.Session], job_id: int, out: Path,
         counts = repo.status_counts(session, job_id)
         session.expunge_all()
     out.mkdir(parents=True, exist_ok=True)
-    drawn, kind = _charts(job, problems, trials, out, cache_dir)
+    drawn, kind = _charts(job, problems, trials, out)
     by_id = {t.id: t for t in trials}
     best_rows: list[list[Any]] = []
     for p in problems:

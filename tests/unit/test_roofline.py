@@ -114,3 +114,21 @@ def test_datasheet_table_is_dense_and_complete():
     assert target_limits("h200").smem_per_block_bytes == 232448
     assert target_limits("a100-80gb").smem_per_block_bytes == 166912
     assert target_limits("l4").smem_per_block_bytes == 101376
+
+
+def test_charts_draw_the_roof_the_trials_were_scored_against():
+    """A chart of CPU (or unknown-GPU) trials uses the ceilings stored with them; nothing is
+    measured in the process that draws it."""
+    from types import SimpleNamespace
+
+    from tuner.charts import device_ceilings
+    from tuner.charts import stored_ceilings
+
+    measured = {"tflops": {"fp32": 0.5, "fp16": 0.1}, "bandwidth_gbps": 20.0}
+    trials = [SimpleNamespace(provenance={}), SimpleNamespace(provenance={"ceilings": measured}),
+              SimpleNamespace(provenance=None)]
+    assert stored_ceilings(trials) == measured
+    assert device_ceilings("cpu", stored_ceilings(trials)) == ({"fp32": 0.5, "fp16": 0.1}, 20.0)
+    assert device_ceilings("cpu", None) is None
+    sheet = DEVICES["h100-sxm"]
+    assert device_ceilings("h100-sxm", measured) == (dict(sheet.tflops), sheet.bandwidth_gbps)

@@ -17,6 +17,8 @@ import json
 import runpy
 import sys
 import time
+from collections.abc import Callable
+from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import asdict
 from dataclasses import dataclass
@@ -117,13 +119,17 @@ def _top_level(events: Sequence[Any], on_gpu: bool) -> list[Call]:
     return calls
 
 
-def _ceilings(device: str) -> tuple[str, dict[str, float], float]:
+#: Measures the ceilings of the running device: ``measure(device, name)`` with ``device``
+#: "cpu" or "cuda" and ``name`` the device kind → ``{"tflops": {dtype: …}, "bandwidth_gbps":
+#: …}``. The caller supplies it (the service's calibration, ``workers.calibrate``).
+MeasureCeilings = Callable[[str, str], Mapping[str, Any]]
+
+
+def _ceilings(device: str, measure: MeasureCeilings) -> tuple[str, dict[str, float], float]:
     """(device kind, peak TFLOP/s by dtype, bandwidth GB/s) of the running device: the
     datasheet of a known GPU, else its (or the host's) measured ceilings."""
     from tuner.charts import device_ceilings
-    from tuner.core.settings import Settings
 
-    cache_dir = Settings.from_env().cache_dir
     kind = "cpu"
     if device == "cuda":
         import torch
@@ -131,12 +137,11 @@ def _ceilings(device: str) -> tuple[str, dict[str, float], float]:
         from tuner.core.devices import normalise_device_name
 
         kind = normalise_device_name(torch.cuda.get_device_name())
-    found = device_ceilings(kind, cache_dir)
-    if found is None:  # a GPU the datasheet table does not know
-        from workers.calibrate import cached_ceilings
-
-        data = cached_ceilings("cuda", kind, cache_dir)
-        found = dict(data["tflops"]), float(data["bandwidth_gbps"])
+    found = device_ceilings(kind)
+    if found is None:  # the host CPU, or a GPU the datasheet table does not know
+        found = device_ceilings(None, measure(device, kind))
+    if found is None:
+        raise RuntimeError(f"no ceilings could be measured for {kind}")
     return kind, dict(found[0]), found[1]
 
 
@@ -187,9 +192,10 @@ def summarise(program: str, calls: Sequence[Call], wall_ms: float, device: str,
                    bandwidth_gbps)
 
 
-def profile_program(program: str, argv: Sequence[str] = (), target_kind: str = "h100-sxm",
-                    device: str | None = None) -> Profile:
-    """Run and profile ``program``; ``device`` defaults to cuda when available, else cpu."""
+def profile_program(program: str, argv: Sequence[str], target_kind: str, device: str | None,
+                    measure: MeasureCeilings) -> Profile:
+    """Run and profile ``program``; ``device`` defaults to cuda when available, else cpu;
+    ``measure`` gives the running device's ceilings when no datasheet has them."""
     import torch
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile
@@ -203,6 +209,6 @@ def profile_program(program: str, argv: Sequence[str] = (), target_kind: str = "
             torch.cuda.synchronize()
         wall_ms = (time.perf_counter() - start) * 1e3
     calls = _top_level(prof.events(), on_gpu)
-    kind, peaks, bandwidth = _ceilings("cuda" if on_gpu else "cpu")
+    kind, peaks, bandwidth = _ceilings("cuda" if on_gpu else "cpu", measure)
     return summarise(program, calls, wall_ms, "cuda" if on_gpu else "cpu", kind, peaks,
                      bandwidth, target_kind)

@@ -50,8 +50,7 @@ class Scheduler:
         self.name = name or scheduler_name()
         self.poll_s = poll_s
         self.drivers: dict[int, JobDriver] = {}
-        self.mirror = Mirror(sessions, settings.db_url, settings.artifact_dir,
-                             settings.cache_dir)
+        self.mirror = Mirror(sessions, settings.db_url, settings.artifact_dir)
         self._load = kernel_loader or (
             lambda spec: resolve_kernel(spec.kernel, spec.backend, settings.kernel_roots))
 

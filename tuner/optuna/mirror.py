@@ -78,11 +78,10 @@ class Mirror:
     """Writes told trials of jobs into their Optuna studies (one instance per process)."""
 
     def __init__(self, sessions: so.sessionmaker[so.Session], db_url: str,
-                 artifact_dir: Path | None = None, cache_dir: Path | None = None) -> None:
+                 artifact_dir: Path | None = None) -> None:
         """``sessions`` and ``db_url`` name the same database: the bulk path writes Optuna's
         rows through ``sessions``, in the transaction that notes their ids on ours."""
         self.artifact_dir = artifact_dir
-        self.cache_dir = cache_dir
         self.sessions = sessions
         self.storage = storage_for(db_url)
         self.bulk = optuna_bulk.supported(sa.make_url(normalise_url(db_url)).get_backend_name())
@@ -134,8 +133,7 @@ class Mirror:
         from tuner.optuna.notes import annotate_job
 
         try:
-            annotate_job(self.sessions, self.storage, job_id, self.artifact_dir,
-                         self.cache_dir)
+            annotate_job(self.sessions, self.storage, job_id, self.artifact_dir)
         except Exception:
             log.exception("annotating the studies of job %s failed", job_id)
 

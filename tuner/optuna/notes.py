@@ -19,6 +19,7 @@ from db.models import Trial
 from tuner.charts import Point
 from tuner.charts import device_ceilings
 from tuner.charts import roofline_png
+from tuner.charts import stored_ceilings
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ def note_markdown(problem: Problem, best: Trial | None, counts: dict[str, int]) 
 
 
 def annotate_job(sessions: so.sessionmaker[so.Session], storage: optuna.storages.BaseStorage,
-                 job_id: int, artifact_dir: Path | None, cache_dir: Path | None) -> int:
+                 job_id: int, artifact_dir: Path | None) -> int:
     """Note (and chart) every finished problem of a job; returns how many were annotated."""
     from optuna_dashboard import save_note
 
@@ -62,13 +63,13 @@ def annotate_job(sessions: so.sessionmaker[so.Session], storage: optuna.storages
         study = optuna.load_study(study_name=p.study_name, storage=storage)
         save_note(study, note_markdown(p, best, counts))
         if artifact_dir is not None:
-            _upload_chart(study, p, mine, best, artifact_dir, cache_dir)
+            _upload_chart(study, p, mine, best, artifact_dir)
         done += 1
     return done
 
 
 def _upload_chart(study: optuna.Study, problem: Problem, trials: list[Trial],
-                  best: Trial | None, artifact_dir: Path, cache_dir: Path | None) -> None:
+                  best: Trial | None, artifact_dir: Path) -> None:
     from optuna.artifacts import FileSystemArtifactStore
     from optuna.artifacts import upload_artifact
 
@@ -76,10 +77,7 @@ def _upload_chart(study: optuna.Study, problem: Problem, trials: list[Trial],
                     60 if t is best else 20, "tab:red" if t is best else "tab:blue")
               for t in trials if t.status == "ok" and t.intensity and t.tflops]
     kind = best.device_kind if best else None
-    try:
-        ceilings = device_ceilings(kind, cache_dir)
-    except Exception:  # no ceilings to draw here: the points alone
-        ceilings = None
+    ceilings = device_ceilings(kind, stored_ceilings(([best] if best else []) + trials))
     artifact_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"roofline-{problem.problem_key}.png"
