@@ -106,7 +106,7 @@ def main() -> None:
                         "lookup.json")
     args = parser.parse_args()
 
-    from tuner.cli_views import export_best
+    from tuner.app.views import export_best
     from tuner.core.settings import Settings
     from tuner.testing.services import PostgresServer
 

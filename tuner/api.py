@@ -12,19 +12,19 @@ It runs on the embedded default (no Redis), stores every trial in the same datab
 
 from __future__ import annotations
 
-import io
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
 
-from rich.console import Console
-
-from db import repository as repo
-from db.session import make_engine
-from db.session import session_factory
-from tuner.cli_spec import JobOptions
-from tuner.cli_spec import build_spec
+from tuner.app.local import run_local_job
+from tuner.app.options import JobOptions
+from tuner.app.options import build_spec
+from tuner.app.progress import Event
+from tuner.app.progress import describe
+from tuner.app.progress import ignore
+from tuner.app.views import job_summary
 from tuner.core.settings import Settings
 from tuner.core.types import DEFAULT_TRANSFER
 
@@ -40,6 +40,12 @@ class TuneResult:
     best: list[dict[str, Any]] = field(default_factory=list)
 
 
+def _print_to_stderr(event: Event) -> None:
+    line = describe(event)
+    if line is not None:
+        print(line, file=sys.stderr, flush=True)
+
+
 def tune(kernel: str, shapes: Sequence[str] | str, *, dtype: str | None = None,
          trials: int = 30, backend: str = "auto", device_kind: str | None = None,
          sampler: str = "auto", seed: int | None = None, parallel: int = 1,
@@ -49,27 +55,20 @@ def tune(kernel: str, shapes: Sequence[str] | str, *, dtype: str | None = None,
          compile_timeout: float = 120, run_timeout: float = 60,
          verbose: bool = False) -> TuneResult:
     """Tune ``kernel`` (a built-in name or ``path/to/module.py:NAME``) on ``shapes``
-    (``"M=512,N=512,K=512"`` or a list of them); blocking. ``verbose`` shows the progress."""
-    from tuner.cli_tune import run_tune
-
+    (``"M=512,N=512,K=512"`` or a list of them); blocking. ``verbose`` prints the new bests
+    to stderr as they come."""
     settings = Settings.from_env().with_db(db)
     shape_list = [shapes] if isinstance(shapes, str) else list(shapes)
     options = JobOptions(kernel, shape_list, dtype, backend, device_kind, trials, time_limit,
                          target, patience, sampler, seed, parallel, compile_timeout,
                          run_timeout, None, None, confirm_top=confirm_top, transfer=transfer)
     spec, kernel_spec = build_spec(options, settings, submit=False)
-    quiet = Console(file=io.StringIO()) if not verbose else Console(stderr=True)
-    outcome = run_tune(spec, kernel_spec, settings, quiet, quiet)
-    engine = make_engine(settings.db_url)
-    try:
-        with session_factory(engine)() as session:
-            best = []
-            for p in repo.problems_of(session, outcome.job_id):
-                t = repo.get_trial(session, p.best_trial_id) if p.best_trial_id else None
-                best.append({
-                    "problem": dict(p.problem), "config": dict(t.config) if t else None,
-                    "fraction": p.best_fraction,
-                    "median_ms": (t.confirm_ms or t.median_ms) if t else None})
-    finally:
-        engine.dispose()
+    outcome = run_local_job(spec, kernel_spec, settings,
+                            _print_to_stderr if verbose else ignore)
+    summary = job_summary(settings, outcome.job_id)
+    best = [{"problem": dict(p.problem.problem),
+             "config": dict(p.best.config) if p.best else None,
+             "fraction": p.problem.best_fraction,
+             "median_ms": (p.best.confirm_ms or p.best.median_ms) if p.best else None}
+            for p in summary.problems]
     return TuneResult(outcome.job_id, settings.db_url, best)

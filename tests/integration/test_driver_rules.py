@@ -1,26 +1,22 @@
 """The driver's stop rules, sampler seeds and budget accounting, through the real inline path
-(`run_tune`: local workers, SQLite, Optuna), on recorded spaces (replay) and the interpreter."""
+(`run_local_job`: local workers, SQLite, Optuna), on recorded spaces (replay) and the
+interpreter."""
 
 from __future__ import annotations
 
-import io
-
 import optuna
 import pytest
-from rich.console import Console
 
 from db import repository as repo
 from db.session import make_engine
 from db.session import session_factory
 from tests.conftest import FAULT_KERNEL
 from tests.conftest import replay_file
-from tuner.cli_tune import run_tune
+from tuner.app.local import run_local_job
 from tuner.core.types import Budget
 from tuner.core.types import JobSpec
 from tuner.core.types import TimingSettings
 from tuner.kernels import resolve_kernel
-
-QUIET = Console(file=io.StringIO())
 
 
 def _replay_spec(budget: Budget, sampler: str = "tpe", seed: int | None = 0,
@@ -34,7 +30,7 @@ def _replay_spec(budget: Budget, sampler: str = "tpe", seed: int | None = 0,
 
 def _run(settings, spec: JobSpec):
     kernel = resolve_kernel(spec.kernel, spec.backend, settings.kernel_roots)
-    outcome = run_tune(spec, kernel, settings, QUIET, QUIET)
+    outcome = run_local_job(spec, kernel, settings)
     engine = make_engine(settings.db_url)
     with session_factory(engine)() as session:
         (problem,) = repo.problems_of(session, outcome.job_id)

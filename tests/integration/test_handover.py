@@ -6,7 +6,6 @@ race record each trial once. These are the races a two-scheduler fleet can hit (
 from __future__ import annotations
 
 import datetime as dt
-import io
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -15,7 +14,6 @@ import optuna
 import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm as so
-from rich.console import Console
 
 from db import repository as repo
 from db.migrate import ensure_schema
@@ -26,7 +24,7 @@ from db.session import make_engine
 from db.session import session_factory
 from tests.conftest import ROOT
 from tests.conftest import replay_file
-from tuner.cli_tune import run_tune
+from tuner.app.local import run_local_job
 from tuner.control.driver import JobDriver
 from tuner.control.driver import LeaseLost
 from tuner.control.jobs import create_job
@@ -42,7 +40,6 @@ from tuner.optuna.mirror import trial_record
 from tuner.optuna.storage import storage_for
 
 pytestmark = pytest.mark.integration
-QUIET = Console(file=io.StringIO())
 
 
 class _Queue:
@@ -160,7 +157,7 @@ def test_a_takeover_waits_for_the_writer_it_replaces(pg):
 def test_racing_mirrors_record_each_trial_once(pg, monkeypatch, bulk):
     settings, sessions = pg
     spec = _spec(12)
-    outcome = run_tune(spec, _kernel(settings, spec), settings, QUIET, QUIET)
+    outcome = run_local_job(spec, _kernel(settings, spec), settings)
     space = _kernel(settings, spec).space
     # Mirror the finished job again into a fresh study, from two "processes" at once.
     storage = storage_for(settings.db_url)

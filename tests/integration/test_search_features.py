@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import io
 import itertools
 import json
 import subprocess
 import sys
 
 import pytest
-from rich.console import Console
 
 from search_spaces import Context
 from search_spaces import canonical_json
@@ -18,7 +16,7 @@ from search_spaces.recorded import recorded_space
 from tests.conftest import ROOT
 from tests.conftest import db_rows
 from tests.conftest import replay_file
-from tuner.cli_tune import run_tune
+from tuner.app.local import run_local_job
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import Budget
 from tuner.core.types import JobSpec
@@ -28,7 +26,6 @@ from tuner.search import Told
 from tuner.search.model_search import ModelSearch
 from workers.bench_process import BenchProcess
 
-QUIET = Console(file=io.StringIO())
 UNCONSTRAINED = f"{ROOT / 'tests' / 'kernels' / 'unconstrained_matmul.py'}:UNCONSTRAINED"
 FAST = TimingSettings(warmup_ms=0, rep_ms=10, min_reps=2, max_reps=5)
 
@@ -66,7 +63,7 @@ def test_configs_failing_their_static_check_never_reach_a_backend(settings):
                    seed=3, budget=Budget(trials=6), parallel=2, timing=FAST,
                    static_check="h100-sxm", confirm_top=0)
     kernel = resolve_kernel(spec.kernel, spec.backend, settings.kernel_roots)
-    run_tune(spec, kernel, settings, QUIET, QUIET)
+    run_local_job(spec, kernel, settings)
     rows = db_rows(settings.db_url, "SELECT status, static_status, static_smem_bytes, "
                                   "started_at, median_ms, lease_owner FROM tuner_trials")
     rejected = [r for r in rows if r.static_status not in (None, "ok")]
@@ -98,7 +95,7 @@ def test_finalists_are_re_timed_interleaved_and_the_best_keeps_the_confirmed_tim
                    backend="interpret", device_kind="cpu", seed=0, budget=Budget(trials=5),
                    parallel=1, timing=FAST, confirm_top=3)
     kernel = resolve_kernel(spec.kernel, spec.backend, settings.kernel_roots)
-    run_tune(spec, kernel, settings, QUIET, QUIET)
+    run_local_job(spec, kernel, settings)
     (problem,) = db_rows(settings.db_url, "SELECT stop_reason, confirm_status, best_trial_id "
                                         "FROM tuner_problems")
     assert problem.confirm_status == "done" and "re-timed interleaved" in problem.stop_reason

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import io
 import json
-
-from rich.console import Console
 
 from search_spaces import Context
 from search_spaces.recorded import load_recording
 from search_spaces.recorded import recorded_space
 from tests.conftest import db_rows
 from tests.conftest import replay_file
-from tuner.cli_tune import run_tune
+from tuner.app.local import run_local_job
 from tuner.core.types import Budget
 from tuner.core.types import JobSpec
 from tuner.core.types import TimingSettings
@@ -22,7 +19,6 @@ from tuner.search.transfer import StoredBest
 from tuner.search.transfer import shape_distance
 from tuner.search.transfer import transfer_configs
 
-QUIET = Console(file=io.StringIO())
 FAST = TimingSettings(warmup_ms=0, rep_ms=10, min_reps=2, max_reps=5)
 
 
@@ -59,8 +55,7 @@ def test_a_new_job_starts_from_the_best_config_stored_for_a_related_problem(sett
         spec = JobSpec(kernel="matmul", problems=[problem], dtype="fp16", backend="interpret",
                        device_kind="cpu", seed=5, budget=Budget(trials=3), parallel=1,
                        timing=FAST, confirm_top=0, transfer=transfer)
-        run_tune(spec, resolve_kernel("matmul", "interpret", settings.kernel_roots), settings,
-                 QUIET, QUIET)
+        run_local_job(spec, resolve_kernel("matmul", "interpret", settings.kernel_roots), settings)
 
     def first_config(job_id: int) -> dict[str, int]:
         (row,) = db_rows(settings.db_url, "SELECT config FROM tuner_trials "

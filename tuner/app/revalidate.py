@@ -17,8 +17,12 @@ from typing import Any
 from db import repository as repo
 from db.session import is_missing_tables
 from db.session import session_factory
+from tuner.app.machine import local_gpu_kinds
+from tuner.app.views import open_engine
 from tuner.core.settings import Settings
 from tuner.core.types import BenchmarkRequest
+from workers.backends.base import Backend
+from workers.backends.base import make_backend
 
 
 @dataclass
@@ -43,29 +47,12 @@ def local_backend(device_kind: str) -> str | None:
     """The backend that can re-measure a row of ``device_kind`` here, if any."""
     if device_kind == "cpu":
         return "interpret"
-    import shutil
-    import subprocess
-
-    from tuner.core.devices import normalise_device_name
-
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return None
-    try:  # names of the local GPUs, without initialising CUDA here
-        out = subprocess.run([exe, "--query-gpu=name", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    kinds = {normalise_device_name(line.strip()) for line in out.splitlines() if line.strip()}
-    return "cuda" if device_kind in kinds else None
+    return "cuda" if device_kind in local_gpu_kinds() else None
 
 
 def revalidate(settings: Settings, kernel: str | None = None, device_kind: str | None = None,
                threshold: float = 0.05) -> list[Revalidation]:
     """Measure every selected stored best config again (see the module docstring)."""
-    from tuner.cli_views import open_engine
-    from workers.bench_process import BenchProcess
-
     engine = open_engine(settings)  # DatabaseError (one line) when there is none
     try:
         with session_factory(engine)() as session:
@@ -77,7 +64,7 @@ def revalidate(settings: Settings, kernel: str | None = None, device_kind: str |
         raise
     finally:
         engine.dispose()
-    processes: dict[str, BenchProcess] = {}
+    processes: dict[str, Backend] = {}
     results = []
     try:
         for row in rows:
@@ -91,7 +78,7 @@ def revalidate(settings: Settings, kernel: str | None = None, device_kind: str |
                                             verdict="skipped"))
                 continue
             if backend not in processes:
-                processes[backend] = BenchProcess(backend, cache_dir=settings.cache_dir,
+                processes[backend] = make_backend(backend, cache_dir=settings.cache_dir,
                                                   kernel_roots=settings.kernel_roots)
             m = processes[backend].run(BenchmarkRequest(
                 trial_id=row.trial_id, attempt=1, job_id=row.job_id, kernel=row.kernel,

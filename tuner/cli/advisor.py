@@ -16,8 +16,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from tuner.cli_args import UsageError
-from tuner.cli_args import parse_shape
+from tuner.cli.common import DbOption
+from tuner.cli.common import console
+from tuner.cli.common import err
+from tuner.cli.common import friendly
+from tuner.cli.common import settings_for
+from tuner.core.parsing import UsageError
+from tuner.core.parsing import parse_shape
 
 DeviceOpt = Annotated[str, typer.Option(
     "--device-kind", "--gpu", help="Target device kind (datasheet table), e.g. h100-sxm.")]
@@ -145,7 +150,7 @@ def render_profile(profile: Any, console: Console, top: int) -> None:
 
 def profile_command(program: str, args: list[str], device_kind: str,
                     device: str | None) -> Any:
-    from tuner.advisor.profile import profile_program
+    from tuner.app.advisor import profile as profile_program
     from tuner.core.devices import DEVICES
 
     if device_kind not in DEVICES:
@@ -154,12 +159,7 @@ def profile_command(program: str, args: list[str], device_kind: str,
     if program.endswith(".py") and not Path(program).is_file():
         raise UsageError(f"no such script: {program}")
     try:
-        from tuner.core.settings import Settings
-        from workers.calibrate import cached_ceilings
-
-        cache_dir = Settings.from_env().cache_dir
-        return profile_program(program, args, device_kind, device,
-                               lambda dev, name: cached_ceilings(dev, name, cache_dir))
+        return profile_program(program, args, device_kind, device, settings_for(None))
     except SystemExit as exc:
         if exc.code not in (0, None):
             raise UsageError(f"{program} exited with status {exc.code}") from None
@@ -210,8 +210,7 @@ def plan_command(source: str, args: list[str], device_kind: str, total: int, min
             console.print(f"  {e.command(device_kind)}", highlight=False)
 
 
-def register(app: typer.Typer, friendly: Callable[[Any], Any], console: Console,
-             settings_for: Callable[[str | None], Any]) -> None:
+def register(app: typer.Typer) -> None:
     """Add ``roofline``, ``profile`` and ``plan`` to the CLI."""
 
     @app.command()
@@ -264,7 +263,7 @@ def register(app: typer.Typer, friendly: Callable[[Any], Any], console: Console,
             from tuner.advisor.chart import roofline_chart
 
             n = roofline_chart(result, result.peaks, result.bandwidth_gbps, chart)
-            Console(stderr=True).print(f"roofline chart of {n} operator groups: {chart}")
+            err.print(f"roofline chart of {n} operator groups: {chart}")
 
     @app.command()
     @friendly
@@ -277,14 +276,14 @@ def register(app: typer.Typer, friendly: Callable[[Any], Any], console: Console,
         trials: Annotated[int, typer.Option(help="Trials for all jobs together.")] = 200,
         min_trials: Annotated[int, typer.Option(help="Trials of the smallest job.")] = 5,
         submit: Annotated[bool, typer.Option(help="Submit the jobs to the fleet.")] = False,
-        db: Annotated[str | None, typer.Option(help="Database URL for --submit.")] = None,
+        db: DbOption = None,
         as_json: JsonOpt = False, out: OutOpt = None,
     ) -> None:
         """Turn a profile into tuning jobs for what the service can tune, trials split by
         expected gain (largest first); --submit submits them."""
-        from tuner.cli_fleet import submit_job
-        from tuner.cli_spec import JobOptions
-        from tuner.cli_spec import build_spec
+        from tuner.app.fleet import submit_job
+        from tuner.app.options import JobOptions
+        from tuner.app.options import build_spec
 
         def submit_entry(e: Any) -> int:
             settings = settings_for(db)
@@ -292,7 +291,12 @@ def register(app: typer.Typer, friendly: Callable[[Any], Any], console: Console,
                                  e.trials, None, None, None, "auto", None, 4, 120, 60, None,
                                  None)
             spec, kernel = build_spec(options, settings, submit=True)
-            return submit_job(spec, kernel, settings, Console(stderr=True))
+            created = submit_job(spec, kernel, settings)
+            err.print(
+                f"job {created.job_id}: {len(created.study_names)} problem(s) for the "
+                f"{spec.device_kind} queue; follow it with: tuner watch {created.job_id}",
+                highlight=False)
+            return created.job_id
 
         plan_command(source, args or [], device_kind, trials, min_trials, submit, as_json, out,
                      console, submit_entry)

@@ -1,0 +1,171 @@
+"""A local job: validate, start local bench processes, create the job, drive it to the end.
+
+The embedded default (no Redis): an inline queue of ``spec.parallel`` worker threads, each with
+its own isolated bench process, a driver stepping the job, and a mirror thread recording told
+trials in their Optuna studies. Progress goes to ``on_event`` (``tuner.app.progress``).
+
+Order matters for "bad input writes nothing": every check that can fail on user input runs
+before the database is created or touched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from db import repository as repo
+from db.migrate import ensure_schema
+from db.session import check_reachable
+from db.session import make_engine
+from db.session import session_factory
+from tuner.app.progress import Interrupted
+from tuner.app.progress import JobProgress
+from tuner.app.progress import OnEvent
+from tuner.app.progress import WorkersStarting
+from tuner.app.progress import ignore
+from tuner.control.driver import JobDriver
+from tuner.control.jobs import JobError
+from tuner.control.jobs import create_job
+from tuner.control.jobs import validate
+from tuner.control.queue import InlineQueue
+from tuner.core.devices import CPU_KIND
+from tuner.core.devices import DEVICES
+from tuner.core.devices import normalise_device_name
+from tuner.core.settings import Settings
+from tuner.core.types import JobSpec
+from tuner.kernels import KernelSpec
+from tuner.optuna.mirror import Mirror
+from tuner.optuna.mirror import MirrorThread
+from workers.backends.base import Backend
+from workers.backends.base import make_backend
+from workers.backends.pool import BackendPool
+from workers.worker import TrialWorker
+from workers.worker import worker_name
+
+#: Seconds between progress polls of the database while a job runs.
+PROGRESS_EVERY_S = 0.25
+
+
+@dataclass(frozen=True)
+class TuneOutcome:
+    job_id: int
+    db_url: str
+    interrupted: bool
+
+
+def start_backends(backend: str, n: int, settings: Settings) -> list[Backend]:
+    """``n`` started backends of one kind (all closed again if one fails to start)."""
+    backends: list[Backend] = []
+    try:
+        for _ in range(n):
+            b = make_backend(backend, cache_dir=settings.cache_dir,
+                             kernel_roots=settings.kernel_roots)
+            b.start()
+            backends.append(b)
+    except BaseException:
+        for b in backends:
+            b.close()
+        raise
+    return backends
+
+
+def detect_device_kind(backend: str, backends: list[Backend]) -> str:
+    """The device kind the started backends run on (``cpu`` for the interpreter)."""
+    if backend == "interpret":
+        return CPU_KIND
+    kind = backends[0].describe().get("device_kind")
+    if not kind:
+        name = backends[0].describe().get("device_name", "unknown")
+        kind = normalise_device_name(str(name))
+    return str(kind)
+
+
+def on_this_machine(spec: JobSpec, backends: list[Backend]) -> JobSpec:
+    """``spec`` with what only the started backends know filled in: the device kind, and the
+    static check's target when it was left to the local GPU (``auto``)."""
+    kind = spec.device_kind or detect_device_kind(spec.backend, backends)
+    check = spec.static_check
+    if check == "auto":
+        check = kind if kind in DEVICES else None
+    return dataclasses.replace(spec, device_kind=kind, static_check=check)
+
+
+def run_local_job(spec: JobSpec, kernel: KernelSpec, settings: Settings,
+                  on_event: OnEvent = ignore) -> TuneOutcome:
+    """Tune on this machine until the job ends (blocking). A ``KeyboardInterrupt`` cancels
+    the job, keeps every finished trial and returns with ``interrupted`` set."""
+    pre_errors = validate(spec, kernel) if spec.device_kind else []
+    if pre_errors:
+        raise JobError("; ".join(pre_errors))
+    check_reachable(settings.db_url)
+    on_event(WorkersStarting(spec.parallel, spec.backend))
+    backends = start_backends(spec.backend, spec.parallel, settings)
+    try:
+        spec = on_this_machine(spec, backends)
+        engine = make_engine(settings.db_url)
+        ensure_schema(engine)
+        sessions = session_factory(engine)
+        created = create_job(sessions, settings.db_url, spec, kernel)
+    except BaseException:
+        for b in backends:
+            b.close()
+        raise
+    pools = iter([BackendPool(spec.backend, settings, {spec.backend: b}) for b in backends])
+
+    def local_worker() -> TrialWorker:
+        pool = next(pools)
+        return TrialWorker(pool.backend_for, sessions, worker_name(":inline"), close=pool.close)
+
+    queue = InlineQueue(local_worker, len(backends))
+    mirror = Mirror(sessions, settings.db_url, settings.artifact_dir)
+    mirroring = MirrorThread(mirror, lambda: {created.job_id: kernel.space}).start()
+    interrupted = False
+    progress = JobProgress(sessions, created.job_id, spec.budget.trials)
+    try:
+        driver = JobDriver(sessions, settings.db_url, created.job_id, kernel, queue, mirror)
+        _drive(driver, progress, on_event)
+    except KeyboardInterrupt:
+        interrupted = True
+        with sessions.begin() as session:
+            repo.cancel_job(session, created.job_id, include_running=True)
+        on_event(Interrupted(created.job_id))
+    finally:
+        queue.close()
+        mirroring.stop()
+        if interrupted:  # tell what finished, close the problems, record it all
+            JobDriver(sessions, settings.db_url, created.job_id, kernel, _NullQueue(),
+                      mirror).step()
+        engine.dispose()
+    return TuneOutcome(created.job_id, settings.db_url, interrupted)
+
+
+def _drive(driver: JobDriver, progress: JobProgress, on_event: OnEvent) -> None:
+    """Step the driver until the job ends, reporting progress at most every
+    ``PROGRESS_EVERY_S`` seconds (and once at the end)."""
+    last = 0.0
+    while True:
+        active = driver.step()
+        now = time.monotonic()
+        if now - last > PROGRESS_EVERY_S or not active:
+            last = now
+            for event in progress.poll():
+                on_event(event)
+        if not active:
+            return
+        driver.queue.wait(0.5)
+
+
+class _NullQueue:
+    """A queue that delivers nothing: the final step of an interrupted job only tells and
+    records what already finished."""
+
+    def submit(self, request: Any) -> None:
+        return None
+
+    def wait(self, timeout_s: float) -> None:
+        return None
+
+    def close(self) -> None:
+        return None

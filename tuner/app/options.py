@@ -1,0 +1,145 @@
+"""A tuning job as a user asks for it (``JobOptions``, from the CLI or the Python API) and the
+``JobSpec`` it becomes, with every choice that depends on this machine made here.
+
+``build_spec`` raises ``UsageError`` (or ``KernelError``) with a one-line message for bad input,
+before anything is written.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tuner.app.machine import gpu_visible
+from tuner.core.devices import CPU_KIND
+from tuner.core.devices import DEVICES
+from tuner.core.devices import known_kinds
+from tuner.core.devices import normalise_device_name
+from tuner.core.parsing import UsageError
+from tuner.core.parsing import parse_shape
+from tuner.core.settings import Settings
+from tuner.core.types import DEFAULT_TRANSFER
+from tuner.core.types import Budget
+from tuner.core.types import JobSpec
+from tuner.core.types import TimingSettings
+from tuner.kernels import KernelSpec
+from tuner.kernels import resolve_kernel
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """The options of ``tuner tune``/``tuner submit`` and ``tuner.tune`` (see their help)."""
+
+    kernel: str
+    shapes: list[str]
+    dtype: str | None
+    backend: str
+    device_kind: str | None
+    trials: int
+    time_limit: float | None
+    target: float | None
+    patience: int | None
+    sampler: str
+    seed: int | None
+    parallel: int
+    compile_timeout: float
+    run_timeout: float
+    warmup_ms: float | None
+    rep_ms: float | None
+    max_attempts: int = 3
+    idempotency_key: str | None = None
+    static_check: str | None = None
+    confirm_top: int = 3
+    transfer: int = DEFAULT_TRANSFER
+
+
+def resolve_backend(text: str) -> str:
+    """``auto`` → ``cuda`` when a GPU is visible, else ``interpret``; others are checked."""
+    if text == "auto":
+        return "cuda" if gpu_visible() else "interpret"
+    if text in ("interpret", "cuda") or re.fullmatch(r"cuda:\d+", text):
+        return text
+    if text.startswith("replay:") and len(text) > len("replay:"):
+        return text
+    if text.startswith("model:"):
+        kind = text.split(":", 1)[1]
+        if kind not in known_kinds() or kind == CPU_KIND:
+            raise UsageError(f"the model backend predicts a datasheet GPU: model:<kind> with "
+                             f"kind in {', '.join(known_kinds()[:-1])}")
+        return text
+    raise UsageError(f"unknown backend {text!r} (auto, interpret, cuda, cuda:N, "
+                     "replay:<kernel tuner cache file> or model:<gpu kind>)")
+
+
+def check_device_kind(kind: str, backend: str) -> str:
+    if backend == "interpret" and kind != CPU_KIND:
+        raise UsageError(f"the interpret backend runs on the host CPU; --device-kind must be "
+                         f"'{CPU_KIND}', not {kind!r}")
+    if backend.startswith("cuda") and kind == CPU_KIND:
+        raise UsageError("device kind 'cpu' needs the interpret backend")
+    if backend.startswith("cuda") and kind not in known_kinds():
+        raise UsageError(f"unknown GPU kind {kind!r} (known: {', '.join(known_kinds()[:-1])})")
+    return kind
+
+
+def static_check_for(option: str | None, backend: str, kind: str) -> str | None:
+    """``none`` → off; a kind → that kind; unset → the job's GPU kind when it runs on CUDA and
+    the device table knows it (``auto`` while the local GPU is not yet detected)."""
+    if option is not None:
+        return None if option == "none" else option
+    if backend == "cuda" or backend.startswith("cuda:"):
+        return (kind if kind in DEVICES else None) if kind else "auto"
+    return None
+
+
+def _timing(backend: str, warmup_ms: float | None, rep_ms: float | None) -> TimingSettings:
+    """Interpreter trials take 10–1000 ms per call: no warm-up beyond the first call, and a
+    short timing budget; GPU trials use ``do_bench``'s 25 ms / 100 ms."""
+    base = TimingSettings(warmup_ms=0.0, rep_ms=200.0, min_reps=3, max_reps=50) \
+        if backend == "interpret" else TimingSettings()
+    return TimingSettings(warmup_ms=base.warmup_ms if warmup_ms is None else warmup_ms,
+                          rep_ms=base.rep_ms if rep_ms is None else rep_ms,
+                          min_reps=base.min_reps, max_reps=base.max_reps)
+
+
+def build_spec(o: JobOptions, settings: Settings, *, submit: bool) -> tuple[JobSpec, KernelSpec]:
+    """Resolve the kernel and backend and build the job spec; ``UsageError`` on bad input.
+
+    For a local run an empty device kind on a GPU backend is filled in from the local GPU once
+    its bench process is up (``tuner.app.local``); ``submit`` needs it now, since it names the
+    queue the fleet's workers listen on.
+    """
+    if o.backend == "auto" and submit:  # the fleet's GPUs are not visible from here
+        backend = "cuda" if o.device_kind not in (None, CPU_KIND) else "interpret"
+    else:
+        backend = resolve_backend(o.backend)
+    kernel = resolve_kernel(o.kernel, backend, settings.kernel_roots)
+    problems = [parse_shape(s, kernel.dims) for s in o.shapes]
+    if not problems and backend.startswith("replay:"):
+        problems = [dict(kernel.example_problem)]
+    if backend == "interpret":
+        kind = check_device_kind(o.device_kind or CPU_KIND, backend)
+    elif backend.startswith("replay:"):
+        from tuner.kernels.recorded import recording_of
+
+        kind = o.device_kind or normalise_device_name(recording_of(backend).device_name)
+    elif backend.startswith("model:"):
+        kind = backend.split(":", 1)[1]
+    elif o.device_kind:
+        kind = check_device_kind(o.device_kind, backend)
+    elif submit:
+        raise UsageError("submitting a GPU job needs --device-kind (e.g. h100-sxm): it names "
+                         "the queue of the workers that will run it")
+    else:
+        kind = ""
+    spec = JobSpec(
+        kernel=o.kernel, problems=problems, dtype=o.dtype or kernel.dtypes[0], backend=backend,
+        device_kind=kind, sampler=o.sampler, seed=o.seed,
+        budget=Budget(trials=o.trials, wall_s=o.time_limit, target_fraction=o.target,
+                      patience=o.patience),
+        parallel=o.parallel, timing=_timing(backend, o.warmup_ms, o.rep_ms),
+        compile_timeout_s=o.compile_timeout, run_timeout_s=o.run_timeout,
+        max_attempts=o.max_attempts, idempotency_key=o.idempotency_key,
+        static_check=static_check_for(o.static_check, backend, kind),
+        confirm_top=o.confirm_top, transfer=o.transfer)
+    return spec, kernel

@@ -1,0 +1,154 @@
+"""What the front ends show of the database: job summaries, and the export file.
+
+Each function opens the existing database (``DatabaseError``, one line, when there is none or
+it cannot be reached), reads, and returns plain values or detached rows; rendering is the
+caller's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+import sqlalchemy.orm as so
+
+from db import repository as repo
+from db.models import Job
+from db.models import Problem
+from db.models import Trial
+from db.session import DatabaseError
+from db.session import check_reachable
+from db.session import is_missing_tables
+from db.session import make_engine
+from db.session import safe_url
+from db.session import session_factory
+from db.session import sqlite_path
+from tuner.core.settings import Settings
+from tuner.export import export_rows
+from tuner.export import python_module
+from tuner.export import write_export
+from tuner.kernels import KernelError
+from tuner.kernels import load_kernel
+
+
+def open_engine(settings: Settings) -> sa.Engine:
+    """An engine on an existing, reachable database (``DatabaseError`` otherwise)."""
+    path = sqlite_path(settings.db_url)
+    if path is not None and not path.exists():
+        raise DatabaseError(f"no database at {path} yet (run `tuner tune …` or "
+                            "`tuner db upgrade` first)")
+    check_reachable(settings.db_url)
+    return make_engine(settings.db_url)
+
+
+@contextmanager
+def reading(settings: Settings) -> Iterator[so.Session]:
+    """A read-only session on the existing database; the engine is disposed after."""
+    engine = open_engine(settings)
+    try:
+        with session_factory(engine)() as session:
+            yield session
+    finally:
+        engine.dispose()
+
+
+@dataclass
+class ProblemView:
+    """A problem of a job and its best trial (``None`` until a config passed)."""
+
+    problem: Problem
+    best: Trial | None
+
+
+@dataclass
+class JobSummary:
+    """A job, its problems (in order) and its trials counted by status (``repeat``: repeated
+    proposals answered from an earlier trial)."""
+
+    job: Job
+    problems: list[ProblemView] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def measured(self) -> int:
+        return sum(p.problem.measured for p in self.problems)
+
+    @property
+    def best_fraction(self) -> float | None:
+        fractions = [p.problem.best_fraction for p in self.problems
+                     if p.problem.best_fraction is not None]
+        return max(fractions) if fractions else None
+
+
+def summarise_job(session: so.Session, job_id: int, *, trials: bool = True,
+                  ) -> JobSummary | None:
+    """The summary of one job (``None`` if there is none); ``trials=False`` skips the best
+    trials and the counts (a cheap listing). The rows are detached from ``session``."""
+    job = repo.get_job(session, job_id)
+    if job is None:
+        return None
+    views = []
+    for p in repo.problems_of(session, job_id):
+        best = repo.get_trial(session, p.best_trial_id) \
+            if trials and p.best_trial_id is not None else None
+        views.append(ProblemView(p, best))
+    counts = repo.status_counts(session, job_id) if trials else {}
+    session.expunge_all()
+    return JobSummary(job, views, counts)
+
+
+def job_summary(settings: Settings, job_id: int) -> JobSummary:
+    """One job's summary; ``DatabaseError`` when there is no such job."""
+    with reading(settings) as session:
+        summary = summarise_job(session, job_id)
+    if summary is None:
+        raise DatabaseError(f"no job {job_id} in {safe_url(settings.db_url)}")
+    return summary
+
+
+def recent_jobs(settings: Settings, limit: int) -> list[JobSummary]:
+    """The ``limit`` most recent jobs, newest first (without their trials); empty when
+    nothing was ever stored there."""
+    try:
+        with reading(settings) as session:
+            ids = [job.id for job in repo.list_jobs(session, limit)]
+            found = [summarise_job(session, job_id, trials=False) for job_id in ids]
+    except (sa.exc.OperationalError, sa.exc.ProgrammingError) as exc:
+        if not is_missing_tables(exc):
+            raise
+        return []
+    return [s for s in found if s is not None]
+
+
+def _space_defaults(kernels: set[str], settings: Settings) -> dict[str, Any]:
+    """Each kernel's fallback config for the lookup's ``default`` tier: its first seed."""
+    defaults = {}
+    for name in sorted(kernels):
+        try:
+            seeds = load_kernel(name, settings.kernel_roots).space.seed_configs()
+        except KernelError:
+            continue
+        if seeds:
+            defaults[name] = seeds[0]
+    return defaults
+
+
+def export_best(settings: Settings, out: Path, kernel: str | None,
+                device_kind: str | None, python: Path | None = None) -> int:
+    """Write the stored best configs (optionally of one kernel or device kind) to ``out`` as
+    an export document, and as a Python module to ``python``; returns how many."""
+    with reading(settings) as session:
+        rows = repo.best_configs(session, kernel=kernel, device_kind=device_kind)
+        document = export_rows(rows, safe_url(settings.db_url))
+    document["defaults"] = _space_defaults({e["kernel"] for e in document["configs"]},
+                                           settings)
+    write_export(document, out)
+    if python is not None:
+        python.parent.mkdir(parents=True, exist_ok=True)
+        python.write_text(python_module(document))
+    return len(document["configs"])

@@ -1,0 +1,64 @@
+"""What every command shares: the consoles, the ``--db`` option, the settings, and the one
+rule for errors.
+
+User mistakes (unknown kernel, malformed shape, bad dtype, unreachable database…) print one
+``error:`` line and exit with status 2, having written nothing. Exit status 1 means the service
+itself failed (e.g. a GPU backend that cannot start).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Annotated
+from typing import Any
+from typing import TypeVar
+
+import typer
+from rich.console import Console
+
+from tuner.core.settings import Settings
+
+console = Console()
+err = Console(stderr=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DbOption = Annotated[str | None, typer.Option(
+    "--db", help="Database URL (default: $TUNER_DB_URL or the SQLite file in the data dir).")]
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from db.session import DatabaseError
+    from tuner.control.jobs import JobError
+    from tuner.core.parsing import UsageError
+    from tuner.kernels import KernelError
+    from workers.celery_app import InsecureBrokerError
+
+    return (UsageError, KernelError, DatabaseError, JobError, InsecureBrokerError)
+
+
+def friendly(fn: F) -> F:
+    """Turn user-facing errors into one line and exit status 2 (1 for service failures)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from workers.bench_process import BenchStartError
+
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            if isinstance(exc, _user_errors()):
+                err.print(f"[red]error:[/] {exc}", highlight=False)
+                raise typer.Exit(2) from None
+            if isinstance(exc, BenchStartError):
+                err.print(f"[red]error:[/] {exc}", highlight=False)
+                raise typer.Exit(1) from None
+            raise
+
+    return wrapper  # type: ignore[return-value]
+
+
+def settings_for(db: str | None) -> Settings:
+    """The settings of this process (environment), pointed at ``--db`` when given."""
+    return Settings.from_env().with_db(db)

@@ -1,0 +1,84 @@
+"""Fleet commands: ``watch``, ``cancel``, ``workers``, and the ``scheduler`` and ``worker``
+processes."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from tuner.cli.common import DbOption
+from tuner.cli.common import console
+from tuner.cli.common import err
+from tuner.cli.common import friendly
+from tuner.cli.common import settings_for
+
+
+@friendly
+def watch(job: Annotated[int, typer.Argument(help="Job id.")], db: DbOption = None) -> None:
+    """Follow a job live until it ends."""
+    from tuner.app.fleet import watch_job
+    from tuner.cli.render import ProgressBars
+
+    with ProgressBars(err) as bars:
+        status = watch_job(settings_for(db), job, bars.show)
+    console.print(f"job {job} {status}")
+
+
+@friendly
+def cancel(job: Annotated[int, typer.Argument(help="Job id.")], db: DbOption = None) -> None:
+    """Cancel a job: queued trials never run; running ones finish and are kept."""
+    from tuner.app.fleet import cancel_job
+
+    outcome = cancel_job(settings_for(db), job)
+    if outcome.already is not None:
+        console.print(f"job {job} already {outcome.already}")
+    else:
+        console.print(f"job {job} cancelled: {outcome.queued} queued trial(s) will not run; "
+                      "running ones finish and are kept")
+
+
+@friendly
+def workers(db: DbOption = None) -> None:
+    """List the fleet's workers: device, queue, last heartbeat, trials done."""
+    from tuner.app.fleet import fleet_workers
+
+    table = Table("worker", "device", "kind", "queue", "status", "last heartbeat", "trials",
+                  "bandwidth GB/s", header_style="bold")
+    for w in fleet_workers(settings_for(db)):
+        table.add_row(w.name, f"{w.device} {w.device_name}", w.device_kind,
+                      ",".join(w.queues), w.state, f"{w.heartbeat_age_s:.0f} s ago",
+                      str(w.trials_done), f"{w.bandwidth_gbps:.0f}")
+    console.print(table)
+
+
+@friendly
+def scheduler(
+    poll: Annotated[float, typer.Option(help="Seconds between rounds when idle.")] = 0.5,
+    db: DbOption = None,
+) -> None:
+    """Drive every submitted job (several schedulers may run; each job has one driver)."""
+    from tuner.app.fleet import run_scheduler
+
+    run_scheduler(settings_for(db), poll, lambda line: err.print(line, highlight=False))
+
+
+@friendly
+def worker(
+    device: Annotated[str, typer.Option(help="cuda:N (one worker per GPU) or cpu.")] = "cpu",
+    name: Annotated[str | None, typer.Option(help="Node name (default device.pid@host).")] = None,
+    queue: Annotated[str | None, typer.Option(
+        help="Queue to consume (default bench.<gpu kind>, or cpu).")] = None,
+    db: DbOption = None,
+) -> None:
+    """Run a Celery worker for one GPU (or the CPU queue); it owns an isolated bench process."""
+    from tuner.app.fleet import run_worker
+
+    err.print(f"worker on {device}: probing the device…")
+    run_worker(settings_for(db), device, name, queue)
+
+
+def register(app: typer.Typer) -> None:
+    for command in (watch, cancel, workers, scheduler, worker):
+        app.command()(command)

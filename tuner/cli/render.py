@@ -1,0 +1,113 @@
+"""How the CLI shows a job: live progress bars from the app's events, and the summary of a
+finished job."""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from rich.console import Console
+from rich.progress import BarColumn
+from rich.progress import MofNCompleteColumn
+from rich.progress import Progress
+from rich.progress import TaskID
+from rich.progress import TextColumn
+from rich.progress import TimeElapsedColumn
+
+from db.models import Trial
+from db.session import safe_url
+from tuner.app.progress import Event
+from tuner.app.progress import Interrupted
+from tuner.app.progress import NewBest
+from tuner.app.progress import ProblemProgress
+from tuner.app.progress import WorkersStarting
+from tuner.app.progress import config_text
+from tuner.app.views import JobSummary
+
+
+class ProgressBars:
+    """Renders progress events: one bar per problem (measured of its budget, best fraction),
+    a line per new best. Use as a context manager around the run; pass ``show`` as the
+    ``on_event`` callback. The live display starts with the first problem, so a run that
+    fails before it leaves nothing but its error."""
+
+    def __init__(self, err: Console) -> None:
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("best {task.fields[best]}"), TimeElapsedColumn())
+        self.err = err
+        self.progress = Progress(*columns, console=err, transient=False)
+        self.tasks: dict[int, TaskID] = {}
+        self._live = False
+
+    def __enter__(self) -> ProgressBars:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._live:
+            self.progress.stop()
+            self._live = False
+
+    def show(self, event: Event) -> None:
+        if isinstance(event, WorkersStarting):
+            self.err.print(f"[dim]starting {event.count} local worker(s) on backend "
+                           f"{event.backend}…[/]")
+        elif isinstance(event, ProblemProgress):
+            best = f"{event.best_fraction:.4g}" if event.best_fraction is not None else "–"
+            if not self._live:
+                self.progress.start()
+                self._live = True
+            if event.problem_id not in self.tasks:
+                self.tasks[event.problem_id] = self.progress.add_task(
+                    event.problem_key, total=event.trials, best=best)
+            self.progress.update(
+                self.tasks[event.problem_id],
+                completed=event.trials if event.done else event.measured, best=best,
+                description=event.problem_key + (" ✓" if event.done else ""))
+        elif isinstance(event, NewBest):
+            label = "confirmed best" if event.confirmed else "new best"
+            best = f"{event.fraction:.4g}" if event.fraction is not None else "–"
+            self.progress.console.print(
+                f"[green]{label}[/] {event.problem_key} #{event.number}: {best} of the "
+                f"roofline, {event.median_ms:.4g} ms  [dim]{config_text(event.config)}[/]",
+                highlight=False)
+        elif isinstance(event, Interrupted):
+            self.err.print(f"[yellow]interrupted: job {event.job_id} cancelled; every "
+                           "finished trial is kept[/]")
+
+
+def describe_score(t: Trial) -> str:
+    """One line: the fraction, what it is a fraction of, and the throughput."""
+    if t.score_basis == "recorded-best":
+        return (f"{t.fraction:.4g} of the recorded optimum: {t.median_ms:.4g} ms vs "
+                f"{t.roof_ms:.4g} ms")
+    rates = "" if t.tflops is None else f", {t.tflops:.4g} TFLOP/s, {t.gbps:.4g} GB/s"
+    if t.score_basis == "predicted":
+        return (f"PREDICTED by the analytic model (not a measurement): {t.median_ms:.4g} ms, "
+                f"{t.fraction:.4g} of the datasheet roofline ({t.bound}-bound){rates}")
+    median = t.median_ms if t.confirm_ms is None else t.confirm_ms
+    fraction = t.fraction if t.confirm_ms is None or not t.roof_ms else t.roof_ms / t.confirm_ms
+    confirmed = "" if t.confirm_ms is None else " (re-timed interleaved)"
+    return (f"roofline fraction {fraction:.4g} ({t.score_basis} roofline, {t.bound}-bound): "
+            f"median {median:.4g} ms{confirmed} vs roof {t.roof_ms:.4g} ms{rates}")
+
+
+def print_summary(summary: JobSummary, db_url: str, console: Console) -> None:
+    """The result of a finished job: each problem's best config and score, the trials by
+    status, and what to do next."""
+    job = summary.job
+    for view in summary.problems:
+        p = view.problem
+        console.print(f"[bold]{job.kernel} {p.problem_key} {job.dtype} on "
+                      f"{job.device_kind}[/] (job {job.id}, {p.measured} measured; "
+                      f"{p.stop_reason or p.status})", highlight=False)
+        t = view.best
+        if t is None or t.fraction is None or t.median_ms is None:
+            console.print("  no config passed its correctness check")
+            continue
+        console.print(f"  best config: {config_text(t.config)}", highlight=False)
+        console.print(f"  {describe_score(t)}", highlight=False)
+    by_status = ", ".join(f"{k} {v}" for k, v in sorted(summary.counts.items()))
+    console.print(f"trials by status: {by_status}")
+    console.print(f"database: {safe_url(db_url)}")
+    console.print(f"next: tuner status {job.id} · tuner dashboard · tuner best "
+                  f"{job.kernel} --shape … --dtype {job.dtype}", highlight=False)

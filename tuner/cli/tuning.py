@@ -1,0 +1,107 @@
+"""``tuner tune`` (a job on this machine) and ``tuner submit`` (a job for the fleet)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from tuner.app.options import JobOptions
+from tuner.app.options import build_spec
+from tuner.cli.common import DbOption
+from tuner.cli.common import console
+from tuner.cli.common import err
+from tuner.cli.common import friendly
+from tuner.cli.common import settings_for
+from tuner.cli.options import BackendOpt
+from tuner.cli.options import CompileTimeoutOpt
+from tuner.cli.options import ConfirmTopOpt
+from tuner.cli.options import DeviceKindOpt
+from tuner.cli.options import DtypeOpt
+from tuner.cli.options import KernelArg
+from tuner.cli.options import KernelOpt
+from tuner.cli.options import MaxAttemptsOpt
+from tuner.cli.options import ParallelOpt
+from tuner.cli.options import PatienceOpt
+from tuner.cli.options import RepOpt
+from tuner.cli.options import RunTimeoutOpt
+from tuner.cli.options import SamplerOpt
+from tuner.cli.options import SeedOpt
+from tuner.cli.options import ShapeOpt
+from tuner.cli.options import StaticCheckOpt
+from tuner.cli.options import TargetOpt
+from tuner.cli.options import TimeLimitOpt
+from tuner.cli.options import TransferOpt
+from tuner.cli.options import TrialsOpt
+from tuner.cli.options import WarmupOpt
+from tuner.cli.options import pick_kernel
+from tuner.core.types import DEFAULT_TRANSFER
+
+
+@friendly
+def tune(
+    kernel: KernelArg = None, kernel_option: KernelOpt = None, shape: ShapeOpt = None,
+    dtype: DtypeOpt = None,
+    backend: BackendOpt = "auto", device_kind: DeviceKindOpt = None, trials: TrialsOpt = 30,
+    time_limit: TimeLimitOpt = None, target: TargetOpt = None, patience: PatienceOpt = None,
+    sampler: SamplerOpt = "auto", seed: SeedOpt = None, parallel: ParallelOpt = 1,
+    compile_timeout: CompileTimeoutOpt = 120, run_timeout: RunTimeoutOpt = 60,
+    warmup_ms: WarmupOpt = None, rep_ms: RepOpt = None, static_check: StaticCheckOpt = None,
+    confirm_top: ConfirmTopOpt = 3, transfer: TransferOpt = DEFAULT_TRANSFER,
+    db: DbOption = None,
+) -> None:
+    """Tune KERNEL on this machine (blocking, no Redis): --parallel local bench processes."""
+    from tuner.app.local import run_local_job
+    from tuner.app.views import job_summary
+    from tuner.cli.render import ProgressBars
+    from tuner.cli.render import print_summary
+
+    settings = settings_for(db)
+    ref = pick_kernel(kernel, kernel_option)
+    options = JobOptions(ref, shape or [], dtype, backend, device_kind, trials, time_limit,
+                         target, patience, sampler, seed, parallel, compile_timeout,
+                         run_timeout, warmup_ms, rep_ms, static_check=static_check,
+                         confirm_top=confirm_top, transfer=transfer)
+    spec, spec_kernel = build_spec(options, settings, submit=False)
+    with ProgressBars(err) as bars:
+        outcome = run_local_job(spec, spec_kernel, settings, bars.show)
+    print_summary(job_summary(settings, outcome.job_id), settings.db_url, console)
+    if outcome.interrupted:
+        raise typer.Exit(130)
+
+
+@friendly
+def submit(
+    kernel: KernelArg = None, kernel_option: KernelOpt = None, shape: ShapeOpt = None,
+    dtype: DtypeOpt = None,
+    backend: BackendOpt = "auto", device_kind: DeviceKindOpt = None, trials: TrialsOpt = 30,
+    time_limit: TimeLimitOpt = None, target: TargetOpt = None, patience: PatienceOpt = None,
+    sampler: SamplerOpt = "auto", seed: SeedOpt = None, parallel: ParallelOpt = 4,
+    compile_timeout: CompileTimeoutOpt = 120, run_timeout: RunTimeoutOpt = 60,
+    warmup_ms: WarmupOpt = None, rep_ms: RepOpt = None, max_attempts: MaxAttemptsOpt = 3,
+    static_check: StaticCheckOpt = None, confirm_top: ConfirmTopOpt = 3,
+    transfer: TransferOpt = DEFAULT_TRANSFER,
+    idempotency_key: Annotated[str | None, typer.Option(
+        help="Submitting again with the same key returns the same job.")] = None,
+    db: DbOption = None,
+) -> None:
+    """Submit a job to the fleet and print its id at once (schedulers and workers run it)."""
+    from tuner.app.fleet import submit_job
+
+    settings = settings_for(db)
+    ref = pick_kernel(kernel, kernel_option)
+    options = JobOptions(ref, shape or [], dtype, backend, device_kind, trials, time_limit,
+                         target, patience, sampler, seed, parallel, compile_timeout,
+                         run_timeout, warmup_ms, rep_ms, max_attempts, idempotency_key,
+                         static_check, confirm_top, transfer)
+    spec, spec_kernel = build_spec(options, settings, submit=True)
+    created = submit_job(spec, spec_kernel, settings)
+    note = " (already submitted with this idempotency key)" if created.existing else ""
+    console.print(f"job {created.job_id}{note}: {len(created.study_names)} problem(s) "
+                  f"for the {spec.device_kind} queue; follow it with: tuner watch "
+                  f"{created.job_id}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(tune)
+    app.command()(submit)

@@ -1,0 +1,119 @@
+"""Read-only commands: ``status`` (jobs and their problems), ``kernels`` (what can be tuned)
+and ``dashboard`` (optuna-dashboard on the service database)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from search_spaces import Param
+from tuner.app.progress import config_text
+from tuner.cli.common import DbOption
+from tuner.cli.common import console
+from tuner.cli.common import err
+from tuner.cli.common import friendly
+from tuner.cli.common import settings_for
+
+
+@friendly
+def status(
+    job: Annotated[int | None, typer.Argument(help="Job id (default: list recent jobs).")] = None,
+    limit: Annotated[int, typer.Option(help="Jobs to list.")] = 20,
+    db: DbOption = None,
+) -> None:
+    """Show recent jobs, or one job's problems and trial statuses."""
+    from tuner.app.views import job_summary
+    from tuner.app.views import recent_jobs
+
+    settings = settings_for(db)
+    if job is None:
+        table = Table("job", "kernel", "dtype", "device", "backend", "status", "problems",
+                      "measured", "best fraction", "created (UTC)", header_style="bold")
+        for s in recent_jobs(settings, limit):
+            j = s.job
+            table.add_row(
+                str(j.id), j.kernel, j.dtype, j.device_kind, j.backend[:24], j.status,
+                str(len(s.problems)), str(s.measured),
+                f"{s.best_fraction:.4g}" if s.best_fraction is not None else "–",
+                j.created_at.strftime("%Y-%m-%d %H:%M:%S"))
+        console.print(table)
+        return
+    summary = job_summary(settings, job)
+    j = summary.job
+    console.print(f"[bold]job {j.id}[/]: {j.kernel} {j.dtype} on {j.device_kind} "
+                  f"via {j.backend}, sampler {j.sampler}, status {j.status}")
+    table = Table("problem", "status", "measured", "best fraction", "best config",
+                  "stopped because", "study", header_style="bold")
+    for view in summary.problems:
+        p = view.problem
+        table.add_row(p.problem_key, p.status, str(p.measured),
+                      f"{p.best_fraction:.4g}" if p.best_fraction is not None else "–",
+                      config_text(view.best.config if view.best else None),
+                      p.stop_reason or "", p.study_name)
+    console.print(table)
+    console.print("trials by status: " + (", ".join(
+        f"{k} {v}" for k, v in sorted(summary.counts.items())) or "none yet"))
+
+
+def _param_text(p: Param) -> str:
+    values = [str(v) for v in p.values()]
+    text = "{" + ",".join(values) + "}"
+    if p.when:
+        text += " when " + " and ".join(f"{k} in {{{','.join(map(str, v))}}}"
+                                        for k, v in p.when)
+    return f"{p.name} ∈ {text}"
+
+
+@friendly
+def kernels(
+    db: DbOption = None,
+) -> None:
+    """List the kernels that can be tuned, with the parameters of each space."""
+    from tuner.kernels import BUILTIN
+    from tuner.kernels import load_kernel
+    from tuner.kernels.registry import FAMILIES
+
+    settings = settings_for(db)
+    for name in BUILTIN:
+        spec = load_kernel(name, settings.kernel_roots)
+        console.print(f"[bold]{spec.name}[/]  [dim]dims[/] {','.join(spec.dims)}  "
+                      f"[dim]dtypes[/] {', '.join(spec.dtypes)}  "
+                      f"[dim]space size[/] {spec.space.size()}", highlight=False)
+        console.print(f"  {spec.description}", highlight=False)
+        for p in spec.space.params:
+            console.print(f"    {_param_text(p)}", highlight=False)
+        names = sorted({c.name for c in spec.space.constraints})
+        console.print(f"  [dim]constraints:[/] {', '.join(names)}", highlight=False)
+    for pattern, text in FAMILIES.items():
+        console.print(f"[bold]{escape(pattern)}[/]  {text} (the matmul space)", highlight=False)
+    console.print("Your own kernel: tuner tune --kernel path/to/module.py:NAME (see README).")
+
+
+@friendly
+def dashboard(
+    host: Annotated[str, typer.Option(
+        help="Bind address (keep it local: the dashboard has no auth).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.")] = 8080,
+    db: DbOption = None,
+) -> None:
+    """Serve optuna-dashboard on the service database (every job's studies)."""
+    from db.session import safe_url
+    from tuner.app.views import open_engine
+    from tuner.optuna.dashboard import serve
+
+    settings = settings_for(db)
+    open_engine(settings).dispose()  # one line when there is no database yet
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        err.print("[yellow]warning:[/] optuna-dashboard has no authentication and can "
+                  f"delete studies; it is now reachable on {host}")
+    err.print(f"optuna-dashboard for {safe_url(settings.db_url)} on http://{host}:{port}/ "
+              "(Ctrl-C to stop)")
+    serve(settings.db_url, host, port, settings.artifact_dir)
+
+
+def register(app: typer.Typer) -> None:
+    for command in (status, kernels, dashboard):
+        app.command()(command)
