@@ -46,11 +46,19 @@ class Recording:
         return ",".join(str(config[k]) for k in self.keys)
 
     def best_time_ms(self) -> float:
-        """Fastest recorded successful ``time`` of the whole space."""
+        """Fastest recorded successful ``time`` (Kernel Tuner's mean) of the whole space."""
         times = [e["time"] for e in self.entries.values() if _is_time(e.get("time"))]
         if not times:
             raise ValueError(f"{self.path} records no successful configuration")
         return float(min(times))
+
+    def best_median_ms(self) -> float:
+        """Fastest ``median_ms`` of a successful entry of the whole space."""
+        medians = [median_ms(e) for e in self.entries.values() if _is_time(e.get("time"))]
+        found = [m for m in medians if m is not None]
+        if not found:
+            raise ValueError(f"{self.path} records no successful configuration")
+        return min(found)
 
     def problem(self) -> dict[str, int]:
         return {f"p{i}": int(v) for i, v in enumerate(self.problem_size)}
@@ -58,6 +66,29 @@ class Recording:
 
 def _is_time(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
+def recorded_samples(entry: Mapping[str, Any]) -> list[float]:
+    """The raw repetitions (ms) of a successful entry: its ``times``, or its ``time`` alone
+    when the file kept no repetitions; empty for a failure."""
+    if not _is_time(entry.get("time")):
+        return []
+    times = entry.get("times")
+    if isinstance(times, list) and times and all(_is_time(t) for t in times):
+        return [float(t) for t in times]
+    return [float(entry["time"])]
+
+
+def median_ms(entry: Mapping[str, Any]) -> float | None:
+    """The median (ms) of a successful entry's repetitions (``None`` for a failure): the
+    statistic every backend reports, where ``time`` is Kernel Tuner's mean."""
+    samples = sorted(recorded_samples(entry))
+    if not samples:
+        return None
+    pos = 0.5 * (len(samples) - 1)  # the interpolation of ``workers.timing.quantile``
+    lo = int(pos)
+    hi = min(lo + 1, len(samples) - 1)
+    return samples[lo] + (samples[hi] - samples[lo]) * (pos - lo)
 
 
 def _parse(text: str) -> dict[str, Any]:

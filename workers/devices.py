@@ -108,21 +108,36 @@ class CpuDevice:
 
 
 class CudaDevice:
-    """GPU 0 of this process (the parent pins it with ``CUDA_VISIBLE_DEVICES``)."""
+    """GPU 0 of this process (the parent pins it with ``CUDA_VISIBLE_DEVICES``).
+
+    ``cuda`` is the runtime it drives (default ``torch.cuda``: ``is_available``, ``init``,
+    ``get_device_properties``, ``synchronize``, ``Event``) and ``nvml`` its reader of driver,
+    clocks and temperature; with ``measure_ceilings`` and ``flush_buffer`` they are the seams
+    through which the conformance kit's fake GPU (``tuner.testing.fake_cuda``) runs this very
+    code, timing loop included, without a GPU.
+    """
 
     torch_device = "cuda"
 
-    def __init__(self, cache_dir: Path | None) -> None:
-        if not torch.cuda.is_available():
+    def __init__(self, cache_dir: Path | None, cuda: Any = None, nvml: Any = None) -> None:
+        self.cuda = torch.cuda if cuda is None else cuda
+        if not self.cuda.is_available():
             raise RuntimeError("the cuda backend needs a CUDA GPU, and torch sees none")
-        torch.cuda.init()
-        self._props = torch.cuda.get_device_properties(0)
+        self.cuda.init()
+        self._props = self.cuda.get_device_properties(0)
         self.kind = normalise_device_name(self._props.name)
-        self._nvml = _Nvml()
-        self._ceilings = cached_ceilings("cuda", self._props.name, cache_dir)
+        self._nvml = _Nvml() if nvml is None else nvml
+        self._ceilings = self.measure_ceilings(cache_dir)
         l2 = int(getattr(self._props, "L2_cache_size", 0) or 50 * 1024 * 1024)
-        self._flush = torch.empty(max(2 * l2, 64 * 1024 * 1024) // 4, dtype=torch.int32,
-                                  device="cuda")
+        self._flush = self.flush_buffer(max(2 * l2, 64 * 1024 * 1024))
+
+    def measure_ceilings(self, cache_dir: Path | None) -> dict[str, Any]:
+        """Copy bandwidth and matmul peaks of this GPU (``workers.calibrate``, cached)."""
+        return cached_ceilings("cuda", self._props.name, cache_dir)
+
+    def flush_buffer(self, nbytes: int) -> Any:
+        """A buffer of ``nbytes`` on the GPU, zeroed before every timed call (flushes L2)."""
+        return torch.empty(nbytes // 4, dtype=torch.int32, device="cuda")
 
     def describe(self) -> dict[str, Any]:
         p = self._props
@@ -138,14 +153,15 @@ class CudaDevice:
         return self._ceilings
 
     def sync(self) -> None:
-        torch.cuda.synchronize()
+        self.cuda.synchronize()
 
     def time(self, fn: Callable[[], object], settings: TimingSettings) -> list[float]:
-        return time_cuda(fn, settings, self._flush if settings.flush_l2 else None)
+        return time_cuda(fn, settings, self._flush if settings.flush_l2 else None, self.cuda)
 
     def time_interleaved(self, fns: list[Callable[[], object]],
                          settings: TimingSettings) -> list[list[float]]:
-        return time_interleaved_cuda(fns, settings, self._flush if settings.flush_l2 else None)
+        return time_interleaved_cuda(fns, settings, self._flush if settings.flush_l2 else None,
+                                     self.cuda)
 
     def trial_provenance(self) -> dict[str, Any]:
         return self._nvml.snapshot()

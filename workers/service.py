@@ -28,7 +28,7 @@ from db.session import engine_kwargs
 from db.session import make_engine
 from db.session import normalise_url
 from tuner.core.settings import Settings
-from workers.backends.base import make_backend
+from workers.backends.registry import make_backend
 from workers.celery_app import CPU_QUEUE
 from workers.celery_app import configure
 from workers.tasks import ENV_DEVICE

@@ -13,12 +13,9 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from tuner.core.types import TimingSettings
-
-if TYPE_CHECKING:
-    import torch
 
 
 @dataclass(frozen=True)
@@ -85,41 +82,52 @@ def time_cpu(fn: Callable[[], object], settings: TimingSettings) -> list[float]:
     return samples
 
 
-def time_cuda(fn: Callable[[], object], settings: TimingSettings,
-              flush_buffer: torch.Tensor | None) -> list[float]:
+def _runtime(cuda: Any) -> Any:
+    """The CUDA runtime to time with: ``torch.cuda`` unless another is given (the
+    conformance kit's fake GPU, ``tuner.testing.fake_cuda``)."""
+    if cuda is not None:
+        return cuda
+    import torch
+
+    return torch.cuda
+
+
+def time_cuda(fn: Callable[[], object], settings: TimingSettings, flush_buffer: Any | None,
+              cuda: Any = None) -> list[float]:
     """CUDA-event samples (ms) of ``fn``, with the L2 flushed before every call.
 
-    ``flush_buffer`` (at least twice the L2) is zeroed before each call, outside the timed
-    region. Five flushed calls give the estimate; warm-up runs by time, as in ``do_bench``.
+    ``flush_buffer`` (a tensor at least twice the L2) is zeroed before each call, outside the
+    timed region: flush → record → call → record. Five flushed calls give the estimate; warm-up
+    runs by time, as in ``do_bench``. ``cuda``: the runtime (default ``torch.cuda``).
     """
-    import torch
+    cuda = _runtime(cuda)
 
     def flush() -> None:
         if flush_buffer is not None:
             flush_buffer.zero_()
 
-    torch.cuda.synchronize()
-    start_ev = torch.cuda.Event(enable_timing=True)
-    end_ev = torch.cuda.Event(enable_timing=True)
+    cuda.synchronize()
+    start_ev = cuda.Event(enable_timing=True)
+    end_ev = cuda.Event(enable_timing=True)
     start_ev.record()
     for _ in range(5):
         flush()
         fn()
     end_ev.record()
-    torch.cuda.synchronize()
+    cuda.synchronize()
     estimate_ms = start_ev.elapsed_time(end_ev) / 5
     n_warmup, n_rep = repetitions(estimate_ms, settings)
     for _ in range(n_warmup):
         fn()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
+    starts = [cuda.Event(enable_timing=True) for _ in range(n_rep)]
+    ends = [cuda.Event(enable_timing=True) for _ in range(n_rep)]
     for i in range(n_rep):
         flush()
         starts[i].record()
         fn()
         ends[i].record()
-    torch.cuda.synchronize()
-    return [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
+    cuda.synchronize()
+    return [float(s.elapsed_time(e)) for s, e in zip(starts, ends, strict=True)]
 
 
 def rounds_for(estimates_ms: list[float], settings: TimingSettings) -> int:
@@ -145,15 +153,15 @@ def time_interleaved_cpu(fns: list[Callable[[], object]],
 
 
 def time_interleaved_cuda(fns: list[Callable[[], object]], settings: TimingSettings,
-                          flush_buffer: torch.Tensor | None) -> list[list[float]]:
-    """CUDA-event samples (ms) of each function, round-robin, L2 flushed before every call."""
-    import torch
-
+                          flush_buffer: Any | None, cuda: Any = None) -> list[list[float]]:
+    """CUDA-event samples (ms) of each function, round-robin, L2 flushed before every call
+    (``cuda``: the runtime, default ``torch.cuda``)."""
+    cuda = _runtime(cuda)
     estimates = [statistics.median(time_cuda(fn, TimingSettings(
-        warmup_ms=settings.warmup_ms, rep_ms=0, min_reps=3, max_reps=3), flush_buffer))
+        warmup_ms=settings.warmup_ms, rep_ms=0, min_reps=3, max_reps=3), flush_buffer, cuda))
         for fn in fns]
     n = rounds_for(estimates, settings)
-    events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+    events = [[(cuda.Event(enable_timing=True), cuda.Event(enable_timing=True))
                for _ in range(n)] for _ in fns]
     for r in range(n):
         for i, fn in enumerate(fns):
@@ -163,5 +171,5 @@ def time_interleaved_cuda(fns: list[Callable[[], object]], settings: TimingSetti
             start.record()
             fn()
             end.record()
-    torch.cuda.synchronize()
-    return [[s.elapsed_time(e) for s, e in per] for per in events]
+    cuda.synchronize()
+    return [[float(s.elapsed_time(e)) for s, e in per] for per in events]

@@ -1,91 +1,164 @@
-"""One contract for every backend (DESIGN.md decision 9): interpret, replay and, with a GPU,
-cuda. A backend answers a valid config with a timed, scorable measurement and a bad config
-with a failure status, never an exception."""
+"""Every backend passes the one conformance kit (``tuner.testing.conformance``): interpret,
+replay, model, compile (static checks), the fake GPU that runs the real CUDA timing code on a
+simulated clock, and — with a GPU — cuda. Then what only the fake GPU can show without a GPU:
+the order of the timing loop, the statistics it reports and the provenance."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 
 import pytest
 import torch
 
-from search_spaces.recorded import load_recording
 from tests.conftest import ROOT
 from tests.conftest import replay_file
 from tuner.core.roofline import score
-from tuner.core.types import BenchmarkRequest
-from tuner.core.types import TimingSettings
+from tuner.testing import conformance
+from tuner.testing.conformance import CHECKS
+from tuner.testing.conformance import BackendCase
+from tuner.testing.fake_cuda import FAKE_CLOCKS
+from tuner.testing.fake_cuda import FAKE_DRIVER
+from tuner.testing.fake_cuda import FAKE_NAME
+from tuner.testing.fake_cuda import FAKE_UUID
+from tuner.testing.fake_cuda import FakeClock
+from tuner.testing.fake_cuda import FakeCudaBackend
+from tuner.testing.fake_cuda import FakeCudaRuntime
+from tuner.testing.fake_cuda import FakeFlushBuffer
+from tuner.testing.fake_cuda import Op
+from tuner.testing.fake_cuda import TimingLoopError
+from tuner.testing.fake_cuda import timing_samples
 from workers.backends.base import Backend
-from workers.backends.base import make_backend
-
-MATMUL_OK = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 4, "num_warps": 4,
-             "num_stages": 2}
-MATMUL_BAD = {**MATMUL_OK, "BLOCK_K": 48}  # not a power of two: Triton rejects it
-
-
-def _replay_name() -> str:
-    return f"replay:{replay_file('convolution_A4000.json.gz')}"
-
-
-def _cases(name: str) -> tuple[dict, dict, dict, str]:
-    """(problem, good params, bad params, expected bad status) for a backend."""
-    if name.startswith("replay:"):
-        rec = load_recording(name.split(":", 1)[1])
-        good = next(e for e in rec.entries.values() if not isinstance(e["time"], str))
-        bad = next(e for e in rec.entries.values() if e["time"] == "CompilationFailedConfig")
-        return (rec.problem(), {k: good[k] for k in rec.keys}, {k: bad[k] for k in rec.keys},
-                "compile_error")
-    return {"M": 64, "N": 64, "K": 64}, MATMUL_OK, MATMUL_BAD, "compile_error"
-
+from workers.backends.registry import make_backend
+from workers.timing import summarise
 
 BACKENDS = [
     pytest.param("interpret", id="interpret"),
     pytest.param("replay", id="replay"),
+    pytest.param("model:h100-sxm", id="model"),
+    pytest.param("compile:h100-sxm", id="compile"),
+    pytest.param("fake-cuda", id="fake-cuda"),
     pytest.param("cuda", id="cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(
         not torch.cuda.is_available(), reason="needs a CUDA GPU")]),
 ]
 
 
-@pytest.fixture(params=BACKENDS)
-def backend(request, cache_dir) -> Iterator[Backend]:
-    name = _replay_name() if request.param == "replay" else request.param
-    b = make_backend(name, cache_dir=cache_dir, kernel_roots=(ROOT,))
-    b.start()
-    yield b
-    b.close()
-    b.close()  # closing twice is harmless
+def _case(name: str) -> BackendCase:
+    if name == "replay":
+        return conformance.replay_case(replay_file("convolution_A4000.json.gz"))
+    if name == "fake-cuda":
+        return conformance.matmul_case("cuda")
+    return conformance.matmul_case(name)
 
 
-def _request(backend: Backend, problem: dict, params: dict, trial_id: int = 1):
-    return BenchmarkRequest(
-        trial_id=trial_id, attempt=1, job_id=1, kernel="replay" if backend.name.startswith(
-            "replay") else "matmul", problem=problem, dtype="fp16", params=params,
-        backend=backend.name, device_kind="any",
-        timing=TimingSettings(warmup_ms=0, rep_ms=10, min_reps=3, max_reps=10))
+@pytest.fixture(scope="module", params=BACKENDS)
+def subject(request, cache_dir) -> Iterator[tuple[Backend, BackendCase]]:
+    case = _case(request.param)
+    if request.param == "fake-cuda":
+        backend: Backend = FakeCudaBackend(kernel_roots=(ROOT,))
+    else:
+        backend = make_backend(case.backend, cache_dir=cache_dir, kernel_roots=(ROOT,))
+    backend.start()
+    yield backend, case
+    backend.close()
+    backend.close()  # closing twice is harmless
 
 
-def test_describe_names_the_device(backend):
-    info = backend.describe()
-    assert info["device_kind"] and info["backend"] in ("interpret", "replay", "cuda")
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))
+def test_backend_conformance(subject, check):
+    backend, case = subject
+    check(backend, case)
 
 
-def test_valid_config_gives_a_scorable_timed_measurement(backend):
-    problem, good, _, _ = _cases(backend.name)
-    m = backend.run(_request(backend, problem, good))
+@pytest.fixture(scope="module")
+def fake_gpu() -> Iterator[FakeCudaBackend]:
+    backend = FakeCudaBackend(kernel_roots=(ROOT,))
+    backend.start()
+    yield backend
+    backend.close()
+
+
+def test_fake_gpu_times_flush_record_launch_record_and_reports_those_samples(fake_gpu):
+    case = conformance.matmul_case("cuda")
+    log = fake_gpu.device.clock.log
+    start = len(log)
+    m = fake_gpu.run(conformance.request(case, case.good))
     assert m.status == "ok", m.error
-    assert m.median_ms > 0 and m.n >= 1
-    assert m.p20_ms <= m.median_ms <= m.p80_ms or backend.name.startswith("replay:")
-    assert m.device_kind == backend.describe()["device_kind"]
-    assert m.provenance["backend"] == backend.describe()["backend"]
+    samples = timing_samples(log[start:])  # raises on any flush/record/launch out of order
+    assert len(samples) == m.n >= case.timing.min_reps
+    expected = summarise([s.duration_ms for s in samples])
+    assert (m.median_ms, m.p20_ms, m.p80_ms, m.min_ms, m.cv) == pytest.approx(
+        (expected.median_ms, expected.p20_ms, expected.p80_ms, expected.min_ms, expected.cv),
+        rel=1e-12)
+    # The flushes took time on the simulated clock, but none of it is in any sample.
+    assert sum(1 for op in log[start:] if op.kind == "flush") >= m.n
+
+
+def test_fake_gpu_provenance_and_score(fake_gpu):
+    case = conformance.matmul_case("cuda")
+    m = fake_gpu.run(conformance.request(case, case.good))
+    p = m.provenance
+    assert (p["device_name"], p["device_kind"], p["compute_capability"], p["uuid"],
+            p["driver"], p["backend"]) == (FAKE_NAME, "h100-sxm", "9.0", FAKE_UUID,
+                                           FAKE_DRIVER, "cuda")
+    assert p["sm_count"] == 132 and p["triton"] and p["torch"]
+    for key, value in FAKE_CLOCKS.items():  # read before and after the timing
+        assert p[key] == value and p[f"after_{key}"] == value
     s = score(m)
-    assert s is not None and 0 < s.fraction <= 1.0 + 1e-9
+    assert s.basis == "datasheet" and s.fraction_measured is not None
+    assert 0 < s.fraction < s.fraction_measured  # the fake's ceilings are below the datasheet
 
 
-def test_bad_config_is_a_status_not_an_exception(backend):
-    problem, _, bad, status = _cases(backend.name)
-    assert backend.run(_request(backend, problem, bad)).status == status
-    broken = backend.run(_request(backend, problem, {"nonsense": 1}))
-    assert broken.status in ("compile_error", "crashed") and broken.error
-    # and the backend still serves the next request
-    _, good, _, _ = _cases(backend.name)
-    assert backend.run(_request(backend, problem, good, trial_id=2)).status == "ok"
+def test_fake_gpu_confirmation_keeps_each_finalist_to_its_own_samples(fake_gpu):
+    case = conformance.matmul_case("cuda")
+    finalists = [{"trial_id": 20 + i, "params": p}
+                 for i, p in enumerate((case.good, case.good_alt, case.good))]
+    log = fake_gpu.device.clock.log
+    start = len(log)
+    outcome = fake_gpu.confirm(conformance.request(case, case.good, mode="confirm",
+                                                   finalists=finalists, problem_id=1))
+    timings = outcome["timings"]
+    samples = timing_samples(log[start:])
+    n = timings[0]["n"]
+    final = samples[-n * len(finalists):]  # read finalist by finalist after the rounds
+    for i, t in enumerate(timings):
+        mine = final[i * n:(i + 1) * n]
+        assert {s.label for s in mine} == {str(i)}, "samples of another finalist"
+        assert t["median_ms"] == pytest.approx(summarise([s.duration_ms for s in mine])
+                                               .median_ms, rel=1e-12)
+    # Each finalist is slower by design (1, 1.5, 2 × the base time), and it shows.
+    medians = [t["median_ms"] for t in timings]
+    assert medians == sorted(medians) and medians[2] > 1.5 * medians[0]
+    # Interleaved: the rounds alternate the finalists' launches.
+    launches = [op.label for op in log[start:] if op.kind == "launch"]
+    assert any(a != b for a, b in itertools.pairwise(launches[-3 * n:]))
+
+
+def test_the_timing_loop_check_catches_a_wrong_loop():
+    clock = FakeClock()
+    cuda, flush = FakeCudaRuntime(clock), FakeFlushBuffer(clock)
+
+    def launch() -> None:
+        clock.log.append(Op("launch", duration_ms=1.0, label="0"))
+        clock.now_ms += 1.0
+
+    start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+    start.record()
+    flush.zero_()  # inside the timed region
+    launch()
+    end.record()
+    with pytest.raises(TimingLoopError, match="synchronize"):
+        start.elapsed_time(end)  # read before a synchronize
+    cuda.synchronize()
+    start.elapsed_time(end)
+    with pytest.raises(TimingLoopError, match="not one launch alone"):
+        timing_samples(clock.log)
+    clock.log.clear()
+    start.record()
+    launch()
+    end.record()
+    cuda.synchronize()
+    start.elapsed_time(end)
+    with pytest.raises(TimingLoopError, match="not preceded by an L2 flush"):
+        timing_samples(clock.log)
+    assert len(timing_samples(clock.log, flush_l2=False)) == 1

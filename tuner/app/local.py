@@ -39,8 +39,8 @@ from tuner.kernels import KernelSpec
 from tuner.optuna.mirror import Mirror
 from tuner.optuna.mirror import MirrorThread
 from workers.backends.base import Backend
-from workers.backends.base import make_backend
 from workers.backends.pool import BackendPool
+from workers.backends.registry import make_backend
 from workers.worker import TrialWorker
 from workers.worker import worker_name
 

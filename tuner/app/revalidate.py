@@ -22,7 +22,7 @@ from tuner.app.views import open_engine
 from tuner.core.settings import Settings
 from tuner.core.types import BenchmarkRequest
 from workers.backends.base import Backend
-from workers.backends.base import make_backend
+from workers.backends.registry import make_backend
 
 
 @dataclass

@@ -9,6 +9,7 @@ serve it. Use it to rank or seed candidates, or to see what a model believes bef
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 from tuner.core.devices import device_spec
@@ -16,14 +17,17 @@ from tuner.core.types import BenchmarkRequest
 from tuner.core.types import Measurement
 from tuner.core.types import StaticResult
 from tuner.core.types import TrialStatus
+from tuner.kernels import KernelError
 from tuner.kernels import load_kernel
 
 MODEL_PREFIX = "model:"
 
 
 class ModelBackend:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, cache_dir: Path | None = None,
+                 kernel_roots: tuple[Path, ...] = ()) -> None:
         self.name = name
+        self.kernel_roots = kernel_roots
         self.kind = name[len(MODEL_PREFIX):]
         spec = device_spec(self.kind)
         if spec is None:
@@ -38,13 +42,24 @@ class ModelBackend:
                 "backend": "model"}
 
     def predict(self, request: BenchmarkRequest, params: dict[str, Any]) -> float | str:
-        kernel = load_kernel(request.kernel)
+        """The predicted time (ms), or why there is none (a string)."""
+        try:
+            kernel = load_kernel(request.kernel, self.kernel_roots)
+        except KernelError as exc:
+            return str(exc)
         if kernel.model is None:
             return f"kernel {kernel.name} has no analytic model"
-        return kernel.model(request.problem, request.dtype, params, self.spec, None)
+        try:
+            return float(kernel.model(request.problem, request.dtype, params, self.spec, None))
+        except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
+            return f"the model cannot rate this config: {type(exc).__name__}: {exc}"
 
     def run(self, request: BenchmarkRequest) -> Measurement:
-        kernel = load_kernel(request.kernel)
+        try:
+            kernel = load_kernel(request.kernel, self.kernel_roots)
+        except KernelError as exc:
+            return Measurement.failure(TrialStatus.COMPILE_ERROR, str(exc),
+                                       device_kind=self.kind, predicted=True)
         base: dict[str, Any] = {
             "device_kind": self.kind, "flops": kernel.flops(request.problem, request.dtype),
             "min_bytes": kernel.min_bytes(request.problem, request.dtype),
@@ -56,7 +71,8 @@ class ModelBackend:
             return Measurement.failure(TrialStatus.CRASHED, ms, **base)
         if not math.isfinite(ms):
             return Measurement.failure(TrialStatus.OUT_OF_RESOURCES,
-                                       "predicted not to fit one SM (registers)", **base)
+                                       "predicted not to fit one SM (shared memory, registers "
+                                       "or warps)", **base)
         return Measurement(status=str(TrialStatus.OK), median_ms=ms, p20_ms=ms, p80_ms=ms,
                            min_ms=ms, n=1, cv=0.0, **base)
 

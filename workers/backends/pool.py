@@ -14,7 +14,7 @@ from dataclasses import field
 from tuner.core.settings import Settings
 from tuner.core.types import BenchmarkRequest
 from workers.backends.base import Backend
-from workers.backends.base import make_backend
+from workers.backends.registry import make_backend
 
 
 def wants_gpu(backend: str) -> bool:

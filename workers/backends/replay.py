@@ -1,18 +1,21 @@
 """``replay:<file>``: answer from a recorded Kernel Tuner cache file, at zero device cost.
 
-Recorded successes return the recorded ``time`` (Kernel Tuner's mean of its repetitions, in ms)
-as the trial's time, with p20/p80/min/n from the recorded ``times``. Recorded failures keep
-their status: ``CompilationFailedConfig`` → ``compile_error``; ``RuntimeFailedConfig`` (Kernel
-Tuner records it for launch failures such as "too many resources requested") →
-``out_of_resources``. Every trial carries the fastest recorded time of the space, so it is
+Recorded successes return the statistics of the recorded repetitions (``times``, in ms) as
+every backend does: the median as the trial's time, p20/p80/min/n/cv; Kernel Tuner's own mean
+(``time``) is kept in the provenance (``recorded_mean_ms``). Recorded failures keep their
+status: ``CompilationFailedConfig`` → ``compile_error``; ``RuntimeFailedConfig`` (Kernel Tuner
+records it for launch failures such as "too many resources requested") →
+``out_of_resources``. Every trial carries the fastest recorded median of the space, so it is
 scored as a fraction of the recorded optimum (basis ``recorded-best``).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from search_spaces.recorded import Recording
+from search_spaces.recorded import recorded_samples
 from tuner.core.devices import normalise_device_name
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import Measurement
@@ -29,7 +32,8 @@ _FAILURES = {
 
 
 class ReplayBackend:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, cache_dir: Path | None = None,
+                 kernel_roots: tuple[Path, ...] = ()) -> None:
         self.name = name
         self._rec: Recording | None = None
         self._best_ms: float | None = None
@@ -37,7 +41,7 @@ class ReplayBackend:
     def start(self) -> None:
         if self._rec is None:
             self._rec = recording_of(self.name)
-            self._best_ms = self._rec.best_time_ms()
+            self._best_ms = self._rec.best_median_ms()
 
     @property
     def recording(self) -> Recording:
@@ -56,7 +60,8 @@ class ReplayBackend:
             "device_kind": normalise_device_name(rec.device_name),
             "recorded_best_ms": self._best_ms,
             "provenance": {"backend": "replay", "file": rec.path.name, "digest": rec.digest,
-                           "device_name": rec.device_name, "statistic": "recorded mean"},
+                           "device_name": rec.device_name,
+                           "statistic": "median of the recorded repetitions"},
         }
         try:
             key = rec.key_of(request.params)
@@ -73,11 +78,14 @@ class ReplayBackend:
             return Measurement.failure(status, f"recorded {value}", **base)
         if not isinstance(value, int | float):
             return Measurement.failure(TrialStatus.CRASHED, f"recorded time {value!r}", **base)
-        times = [float(t) for t in entry.get("times") or [value]]
-        stats = summarise(times)
+        samples = recorded_samples(entry)
+        if not samples:
+            return Measurement.failure(TrialStatus.CRASHED, f"recorded time {value!r}", **base)
+        stats = summarise(samples)
         compile_ms = entry.get("compile_time")
+        base["provenance"] = {**base["provenance"], "recorded_mean_ms": float(value)}
         return Measurement(
-            status=str(TrialStatus.OK), median_ms=float(value), p20_ms=stats.p20_ms,
+            status=str(TrialStatus.OK), median_ms=stats.median_ms, p20_ms=stats.p20_ms,
             p80_ms=stats.p80_ms, min_ms=stats.min_ms, n=stats.n, cv=stats.cv,
             compile_s=float(compile_ms) / 1e3 if isinstance(compile_ms, int | float) else None,
             **base,

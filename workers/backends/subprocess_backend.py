@@ -1,17 +1,22 @@
 """``interpret``, ``cuda[:N]`` and ``compile:<kind>``: real kernels in an isolated process.
 
-The first two measure; ``compile:<kind>`` only statically checks configs for that GPU kind.
+The first two measure; ``compile:<kind>`` only statically checks configs for that GPU kind
+(asked to measure, it answers a failure at once).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import Measurement
 from tuner.core.types import StaticResult
+from tuner.core.types import TrialStatus
 from workers.bench_process import BenchProcess
+
+NAMES = re.compile(r"interpret|cuda(:\d+)?|compile:[\w.-]+")
 
 
 class SubprocessBackend:
@@ -19,16 +24,26 @@ class SubprocessBackend:
 
     def __init__(self, name: str, *, cache_dir: Path | None = None,
                  kernel_roots: tuple[Path, ...] = ()) -> None:
+        if not NAMES.fullmatch(name):
+            raise ValueError(f"malformed backend {name!r} (interpret, cuda, cuda:N or "
+                             "compile:<gpu kind>)")
         self.name = name
+        self.checks_only = name.startswith("compile:")
         self.process = BenchProcess(name, cache_dir=cache_dir, kernel_roots=kernel_roots)
 
     def start(self) -> None:
         self.process.start()
 
     def run(self, request: BenchmarkRequest) -> Measurement:
+        if self.checks_only:
+            return Measurement.failure(TrialStatus.CRASHED,
+                                       f"the {self.name} backend checks statically; it does "
+                                       "not measure")
         return self.process.run(request)
 
     def confirm(self, request: BenchmarkRequest) -> dict[str, Any]:
+        if self.checks_only:
+            return {"error": f"the {self.name} backend checks statically; it does not measure"}
         return self.process.confirm(request)
 
     def check(self, request: BenchmarkRequest) -> StaticResult:

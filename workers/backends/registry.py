@@ -1,0 +1,41 @@
+"""Backends by name: ``make_backend("replay:<file>")`` and friends, through one registry.
+
+A backend name is ``scheme`` or ``scheme:argument``; the scheme picks the implementation and
+the whole name is passed to it:
+
+* ``interpret``, ``cuda``, ``cuda:N`` and ``compile:<gpu kind>``: real kernels in an isolated
+  bench process (``subprocess_backend``);
+* ``replay:<file>``: answers from a recorded Kernel Tuner cache file (``replay``);
+* ``model:<gpu kind>``: the kernel's analytic prediction (``model``).
+
+``BACKENDS.register(scheme, factory)`` adds one without editing any caller.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from tuner.core.registry import Registry
+from workers.backends.base import Backend
+from workers.backends.model import ModelBackend
+from workers.backends.replay import ReplayBackend
+from workers.backends.subprocess_backend import SubprocessBackend
+
+
+class BackendFactory(Protocol):
+    def __call__(self, name: str, *, cache_dir: Path | None,
+                 kernel_roots: tuple[Path, ...]) -> Backend: ...
+
+
+BACKENDS: Registry[BackendFactory] = Registry("backend", {
+    "interpret": SubprocessBackend, "cuda": SubprocessBackend, "compile": SubprocessBackend,
+    "replay": ReplayBackend, "model": ModelBackend,
+})
+
+
+def make_backend(name: str, *, cache_dir: Path | None = None,
+                 kernel_roots: tuple[Path, ...] = ()) -> Backend:
+    """The backend ``name`` (``ValueError`` for an unknown scheme or a malformed name)."""
+    scheme = name.split(":", 1)[0]
+    return BACKENDS.get(scheme)(name, cache_dir=cache_dir, kernel_roots=kernel_roots)
