@@ -103,7 +103,7 @@ def stored_entries(source: str, kernel: str, dtype: str) -> list[dict[str, Any]]
 
 
 def _from_db(source: str, kernel: str, dtype: str) -> list[dict[str, Any]]:
-    from db import repository as repo
+    from db.repository import best_configs as repo
     from db.session import is_missing_tables
     from db.session import make_engine
     from db.session import session_factory
