@@ -34,6 +34,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-logo
 
 test: lint
 	$(BIN)/pytest -q

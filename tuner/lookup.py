@@ -103,7 +103,7 @@ def stored_entries(source: str, kernel: str, dtype: str) -> list[dict[str, Any]]
 
 
 def _from_db(source: str, kernel: str, dtype: str) -> list[dict[str, Any]]:
-    from db.repository import best_configs as repo
+    from db.repository import best as repo
     from db.session import is_missing_tables
     from db.session import make_engine
     from db.session import session_factory
@@ -138,7 +138,7 @@ def _version(package: str) -> str | None:
 
 def _kernel_file(kernel: str) -> Path | None:
     """The file whose hash the service stored for a built-in kernel (found, not imported)."""
-    from tuner.kernels.registry import builtin_module
+    from tuner.kernels.names import builtin_module
 
     module = builtin_module(kernel)
     if module is None:

@@ -1,6 +1,7 @@
 """Every query of the service, by aggregate: ``jobs`` (jobs and problems), ``trials``,
-``best_configs`` and ``fleet`` (workers, scheduler leases, the static-check cache). Callers pass
-a ``Session`` and own the transaction; ``from db import repository as repo`` reaches them all.
+``best`` (the best-config table) and ``fleet`` (workers, scheduler leases, the static-check
+cache). Callers pass a ``Session`` and own the transaction; ``from db import repository as
+repo`` reaches them all.
 
 Writes that can race (a result delivered twice, two jobs improving the same best config) are
 compare-and-set ``UPDATE … WHERE`` statements whose row count says who won; nothing here reads
@@ -9,9 +10,9 @@ a row and then writes it back unguarded.
 
 from __future__ import annotations
 
-from db.repository.best_configs import best_configs
-from db.repository.best_configs import best_configs_of
-from db.repository.best_configs import offer_best
+from db.repository.best import best_configs
+from db.repository.best import best_configs_of
+from db.repository.best import offer_best
 from db.repository.fleet import cache_static
 from db.repository.fleet import cached_static
 from db.repository.fleet import count_trial_done

@@ -14,39 +14,17 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from tuner.kernels.names import BUILTIN
+from tuner.kernels.names import FAMILIES
+from tuner.kernels.names import builtin_module
+from tuner.kernels.names import is_file_ref
 from tuner.kernels.spec import KernelSpec
 
-#: Built-in kernels: name → "module:attribute".
-BUILTIN: dict[str, str] = {
-    "matmul": "tuner.kernels.matmul:MATMUL",
-    "softmax": "tuner.kernels.rowwise:SOFTMAX",
-    "layernorm": "tuner.kernels.rowwise:LAYERNORM",
-    "rmsnorm": "tuner.kernels.rowwise:RMSNORM",
-    "attention": "tuner.kernels.attention:ATTENTION",
-    "attention_causal": "tuner.kernels.attention:ATTENTION_CAUSAL",
-    "linear+bias+gelu+residual+layernorm": "tuner.kernels.chain:CHAIN",
-}
-#: Families named by pattern (each name is a kernel of its own), as shown to users.
-FAMILIES: dict[str, str] = {
-    "matmul+[bias][+relu|+gelu|+silu][+residual]":
-        "matmul with a fused epilogue, e.g. matmul+bias+gelu+residual",
-}
-
+__all__ = ["BUILTIN", "FAMILIES", "KernelError", "builtin_module", "is_file_ref",
+           "load_kernel", "resolve_kernel"]
 
 class KernelError(ValueError):
     """A kernel reference that cannot be resolved; the message is meant for the user."""
-
-
-def is_file_ref(ref: str) -> bool:
-    return ":" in ref and ref.split(":", 1)[0].endswith(".py")
-
-
-def builtin_module(ref: str) -> str | None:
-    """The module defining a built-in kernel (a ``matmul+…`` name: the epilogue module), or
-    None for other references. Imports nothing."""
-    if ref in BUILTIN:
-        return BUILTIN[ref].split(":")[0]
-    return "tuner.kernels.matmul_epilogue" if ref.startswith("matmul+") else None
 
 
 def load_kernel(ref: str, roots: Sequence[Path] = ()) -> KernelSpec:
