@@ -140,9 +140,10 @@ class Fleet:
                 assert complete == (mine.status == "ok")
                 if complete:
                     assert ot.value == mine.fraction
-        # Workers count the results they stored, across every job of this database.
-        stored = self.rows(
-            "SELECT count(*) FROM tuner_trials WHERE duplicate_of IS NULL AND status NOT IN "
-            "('invalid', 'cancelled', 'lost', 'queued', 'running')")[0][0]
-        counted = self.rows("SELECT coalesce(sum(trials_done), 0) FROM tuner_workers")[0][0]
+        # Workers count the results they stored, across every job of this database. One
+        # statement reads both, in one snapshot: another job may still be storing results.
+        ((stored, counted),) = self.rows(
+            "SELECT (SELECT count(*) FROM tuner_trials WHERE duplicate_of IS NULL AND status "
+            "NOT IN ('invalid', 'cancelled', 'lost', 'queued', 'running', 'checking')), "
+            "(SELECT coalesce(sum(trials_done), 0) FROM tuner_workers)")
         assert counted == stored, (counted, stored)

@@ -34,7 +34,7 @@ from db.retry import is_transient
 from db.session import normalise_url
 from search_spaces import SearchSpace
 from tuner.core.types import TrialStatus
-from tuner.optuna import bulk as optuna_bulk
+from tuner.optuna import bulk
 from tuner.optuna.bulk import TrialRecord
 from tuner.optuna.storage import distributions
 from tuner.optuna.storage import storage_for
@@ -84,7 +84,7 @@ class Mirror:
         self.artifact_dir = artifact_dir
         self.sessions = sessions
         self.storage = storage_for(db_url)
-        self.bulk = optuna_bulk.supported(sa.make_url(normalise_url(db_url)).get_backend_name())
+        self.bulk = bulk.supported(sa.make_url(normalise_url(db_url)).get_backend_name())
         self._lock = threading.Lock()
 
     def sync(self, job_id: int, space: SearchSpace, limit: int = 200) -> int:
@@ -110,7 +110,7 @@ class Mirror:
             study_id = self.storage.get_study_id_from_name(study_name)
             if self.bulk:
                 records = [trial_record(t, space) for t in trials]
-                optuna_ids = optuna_bulk.write(session.connection(), study_id, records)
+                optuna_ids = bulk.write(session.connection(), study_id, records)
                 pairs = [(t.id, i) for t, i in zip(trials, optuna_ids, strict=True)]
             else:
                 recorded = {int(ot.user_attrs["tuner_trial_id"]): ot._trial_id
