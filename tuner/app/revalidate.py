@@ -15,10 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from db import repository as repo
-from db.session import is_missing_tables
-from db.session import session_factory
 from tuner.app.machine import local_gpu_kinds
-from tuner.app.views import open_engine
+from tuner.app.views import read_rows
 from tuner.core.settings import Settings
 from tuner.core.types import BenchmarkRequest
 from workers.backends.base import Backend
@@ -53,17 +51,8 @@ def local_backend(device_kind: str) -> str | None:
 def revalidate(settings: Settings, kernel: str | None = None, device_kind: str | None = None,
                threshold: float = 0.05) -> list[Revalidation]:
     """Measure every selected stored best config again (see the module docstring)."""
-    engine = open_engine(settings)  # DatabaseError (one line) when there is none
-    try:
-        with session_factory(engine)() as session:
-            rows = list(repo.best_configs(session, kernel=kernel, device_kind=device_kind))
-            session.expunge_all()
-    except Exception as exc:
-        if is_missing_tables(exc):
-            return []  # nothing tuned there yet
-        raise
-    finally:
-        engine.dispose()
+    rows = read_rows(settings, lambda session: list(  # DatabaseError when there is none
+        repo.best_configs(session, kernel=kernel, device_kind=device_kind)))
     processes: dict[str, Backend] = {}
     results = []
     try:

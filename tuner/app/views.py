@@ -7,12 +7,14 @@ caller's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 from typing import Any
+from typing import TypeVar
 
 import sqlalchemy as sa
 import sqlalchemy.orm as so
@@ -35,6 +37,8 @@ from tuner.export import write_export
 from tuner.kernels import KernelError
 from tuner.kernels import load_kernel
 
+T = TypeVar("T")
+
 
 def open_engine(settings: Settings) -> sa.Engine:
     """An engine on an existing, reachable database (``DatabaseError`` otherwise)."""
@@ -55,6 +59,20 @@ def reading(settings: Settings) -> Iterator[so.Session]:
             yield session
     finally:
         engine.dispose()
+
+
+def read_rows(settings: Settings, read: Callable[[so.Session], list[T]]) -> list[T]:
+    """``read(session)`` on the existing database, its rows detached; empty when the
+    service's tables do not exist there yet (nothing was ever stored)."""
+    try:
+        with reading(settings) as session:
+            rows = read(session)
+            session.expunge_all()
+            return rows
+    except (sa.exc.OperationalError, sa.exc.ProgrammingError) as exc:
+        if not is_missing_tables(exc):
+            raise
+        return []
 
 
 @dataclass
@@ -114,15 +132,11 @@ def job_summary(settings: Settings, job_id: int) -> JobSummary:
 def recent_jobs(settings: Settings, limit: int) -> list[JobSummary]:
     """The ``limit`` most recent jobs, newest first (without their trials); empty when
     nothing was ever stored there."""
-    try:
-        with reading(settings) as session:
-            ids = [job.id for job in repo.list_jobs(session, limit)]
-            found = [summarise_job(session, job_id, trials=False) for job_id in ids]
-    except (sa.exc.OperationalError, sa.exc.ProgrammingError) as exc:
-        if not is_missing_tables(exc):
-            raise
-        return []
-    return [s for s in found if s is not None]
+    def read(session: so.Session) -> list[JobSummary | None]:
+        return [summarise_job(session, job.id, trials=False)
+                for job in repo.list_jobs(session, limit)]
+
+    return [s for s in read_rows(settings, read) if s is not None]
 
 
 def _space_defaults(kernels: set[str], settings: Settings) -> dict[str, Any]:
