@@ -3,6 +3,8 @@ Python API is a thin layer over it."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from tests.conftest import replay_file
@@ -53,3 +55,52 @@ def test_the_api_tunes_and_returns_the_best_configs(settings, capfd, monkeypatch
     assert "new best p020000000 #" in err  # verbose: the new bests, as plain lines
     with pytest.raises(ValueError, match="unknown kernel"):
         tuner.tune("no_such_kernel", "N=4", db=settings.db_url)
+
+
+def test_a_registered_search_drives_a_job_without_editing_any_caller(settings):
+    """A search added to the registry is accepted by the job's validation and used by its
+    driver: here one that walks the recorded grid in order."""
+    from db import repository as repo
+    from db.session import make_engine
+    from db.session import session_factory
+    from search_spaces import Config
+    from tuner.control.searches import SEARCHES
+    from tuner.search import Asked
+
+    class InOrder:
+        def __init__(self, space, ctx):
+            self.configs = iter(c for c in space.valid_configs(ctx))
+            self.number = 0
+
+        def rebuild(self, history) -> None:
+            self.number = len(history)
+
+        def ask(self) -> Asked | None:
+            config: Config | None = next(self.configs, None)
+            if config is None:
+                return None
+            self.number += 1
+            return Asked(self.number - 1, config)
+
+        def tell(self, number: int, fraction: float | None) -> None:
+            return None
+
+    SEARCHES.register("in-order", lambda space, ctx, seed, prior, warm: InOrder(space, ctx))
+    try:
+        backend = f"replay:{replay_file('pnpoly_RTX_3090.json.gz')}"
+        kernel = resolve_kernel("replay", backend, settings.kernel_roots)
+        spec = JobSpec(kernel="replay", problems=[{"p0": 20000000}], dtype="fp32",
+                       backend=backend, device_kind="", sampler="in-order",
+                       budget=Budget(trials=5))
+        outcome = run_local_job(spec, kernel, settings)
+    finally:
+        SEARCHES.unregister("in-order")
+    from search_spaces import Context
+
+    first = list(itertools.islice(kernel.space.valid_configs(Context({"p0": 20000000}, "fp32")),
+                                  5))
+    engine = make_engine(settings.db_url)
+    with session_factory(engine)() as session:
+        trials = repo.trials_of_job(session, outcome.job_id)
+        assert [dict(t.config) for t in trials] == first
+    engine.dispose()

@@ -34,6 +34,10 @@ class Registry(Generic[T]):
             raise ValueError(f"{self.kind} {name!r} is already registered")
         self._entries[name] = entry
 
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (``KeyError`` if it is not registered)."""
+        del self._entries[name]
+
     def get(self, name: str) -> T:
         """The entry under ``name``; ``UnknownName`` (a ``ValueError``) otherwise."""
         try:
