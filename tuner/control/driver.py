@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
-from collections.abc import Callable
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -90,8 +89,7 @@ class JobDriver:
     """Drives one job through a queue; see the module docstring."""
 
     def __init__(self, sessions: so.sessionmaker[so.Session], db_url: str, job_id: int,
-                 kernel: KernelSpec, queue: BenchQueue, mirror: Mirror,
-                 on_told: Callable[[Trial], None] | None = None, *,
+                 kernel: KernelSpec, queue: BenchQueue, mirror: Mirror, *,
                  heartbeat_s: float | None = None, republish_s: float | None = None,
                  lease: tuple[str, float] | None = None) -> None:
         """``heartbeat_s``: workers silent for three heartbeats lose their trials (fleet mode);
@@ -103,7 +101,6 @@ class JobDriver:
         self.kernel = kernel
         self.queue = queue
         self.mirror = mirror
-        self.on_told = on_told
         self.heartbeat_s = heartbeat_s
         self.republish_s = republish_s
         self.lease = lease
@@ -216,9 +213,6 @@ class JobDriver:
                         problem.last_improvement = problem.measured
                         if t.median_ms is not None:  # offered to production lookups
                             offer_trial(session, self.job, problem, t, fraction, t.median_ms)
-        if self.on_told is not None:
-            for t in untold:
-                self.on_told(t)
 
     # -- stop rules ---------------------------------------------------------------------------
     def _stop_reason(self, run: _ProblemRun, problem: Problem) -> str | None:
