@@ -62,15 +62,10 @@ class Confirmation:
             attempt = problem.confirm_attempt + 1
             repo.update_problem(session, problem.id, confirm_status="pending",
                                 confirm_attempt=attempt, confirm_started_at=utcnow())
-        request = BenchmarkRequest(
-            trial_id=top[0].id, attempt=attempt, job_id=self.job.job_id,
-            kernel=spec.kernel, problem=dict(problem.problem), dtype=spec.dtype,
-            params=dict(top[0].config), backend=spec.backend, device_kind=spec.device_kind,
-            seed=spec.seed if spec.seed is not None else 0, timing=spec.timing,
-            compile_timeout_s=spec.compile_timeout_s, run_timeout_s=spec.run_timeout_s,
-            mode="confirm", finalists=[{"trial_id": t.id, "params": dict(t.config)}
-                                       for t in top],
-            kernel_hash=self.job.source_hash, problem_id=problem.id)
+        request = self.job.request(
+            trial_id=top[0].id, attempt=attempt, problem_id=problem.id,
+            problem=problem.problem, params=top[0].config, mode="confirm",
+            finalists=[{"trial_id": t.id, "params": dict(t.config)} for t in top])
         self.publish([request])
         return True
 

@@ -312,18 +312,12 @@ class JobDriver:
     def _request(self, t: Trial, session: so.Session) -> BenchmarkRequest:
         problem = session.get(Problem, t.problem_id)
         assert problem is not None
-        values = dict(problem.problem)
-        spec = self.spec
-        check = t.status == TrialStatus.CHECKING and spec.static_check is not None
-        return BenchmarkRequest(
-            trial_id=t.id, attempt=t.attempt, job_id=self.job_id, kernel=spec.kernel,
-            problem=values, dtype=spec.dtype, params=dict(t.config),
-            backend=f"compile:{spec.static_check}" if check else spec.backend,
-            device_kind=str(spec.static_check) if check else spec.device_kind,
-            seed=spec.seed if spec.seed is not None else 0, timing=spec.timing,
-            compile_timeout_s=spec.compile_timeout_s, run_timeout_s=spec.run_timeout_s,
-            mode="check" if check else "bench", kernel_hash=self.job.source_hash,
-            problem_id=t.problem_id)
+        check = self.spec.static_check
+        overrides: dict[str, Any] = {}
+        if t.status == TrialStatus.CHECKING and check is not None:  # compile for the target
+            overrides = {"mode": "check", "backend": f"compile:{check}", "device_kind": check}
+        return self.job.request(trial_id=t.id, attempt=t.attempt, problem_id=t.problem_id,
+                                problem=problem.problem, params=t.config, **overrides)
 
     def _run_for(self, problem: Problem) -> _ProblemRun:
         run = self._runs.get(problem.id)

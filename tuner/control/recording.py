@@ -75,6 +75,22 @@ class JobIdentity:
     source_hash: str
     space_hash: str
 
+    def request(self, *, trial_id: int, attempt: int, problem_id: int,
+                problem: dict[str, int], params: dict[str, Any],
+                **overrides: Any) -> BenchmarkRequest:
+        """A request of this job for one config of one problem, with the job's kernel, dtype,
+        backend, device kind, seed, timing and timeouts (``overrides``: other fields, e.g.
+        ``mode``)."""
+        spec = self.spec
+        fields: dict[str, Any] = dict(
+            trial_id=trial_id, attempt=attempt, job_id=self.job_id, kernel=spec.kernel,
+            problem=dict(problem), dtype=spec.dtype, params=dict(params), backend=spec.backend,
+            device_kind=spec.device_kind, seed=spec.seed if spec.seed is not None else 0,
+            timing=spec.timing, compile_timeout_s=spec.compile_timeout_s,
+            run_timeout_s=spec.run_timeout_s, kernel_hash=self.source_hash,
+            problem_id=problem_id)
+        return BenchmarkRequest(**{**fields, **overrides})
+
 
 def offer_trial(session: so.Session, job: JobIdentity, problem: Problem, t: Trial,
                 fraction: float, median_ms: float, *, replace_from_job: bool = False) -> bool:
