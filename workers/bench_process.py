@@ -7,7 +7,9 @@ correctness check and timing. A deadline missed kills the process (``timeout``);
 dies mid-request is a ``crashed`` trial, with its exit code or signal and the tail of its
 stderr. Either way the next request gets a new process, so the worker carries on.
 
-The calling process never imports torch's CUDA state: the child owns the device.
+The calling process never imports torch's CUDA state: the child owns the device. The child
+gets an allowlisted environment and dies with the thread that started it
+(``tuner.core.sandbox``): it holds no credential and never outlives its worker.
 """
 
 from __future__ import annotations
@@ -26,14 +28,26 @@ from pathlib import Path
 from typing import IO
 from typing import Any
 
+from tuner.core.sandbox import sandbox_environment
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import Measurement
 from tuner.core.types import StaticResult
 from tuner.core.types import TrialStatus
 
-#: Environment variables the bench process must not see (user kernels run there).
-SECRET_VARIABLES = ("TUNER_DB_URL", "TUNER_BROKER_URL", "DATABASE_URL", "REDIS_URL",
-                    "PGPASSWORD")
+#: Seconds between two reads of a bench process's resident set.
+MEMORY_POLL_S = 0.05
+
+
+def resident_bytes(pid: int) -> int | None:
+    """Resident set of process ``pid`` in bytes (Linux ``/proc``; ``None`` elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 class BenchStartError(RuntimeError):
@@ -54,7 +68,10 @@ class BenchProcess:
 
     def __init__(self, backend: str, *, cache_dir: Path | None = None,
                  kernel_roots: tuple[Path, ...] = (), startup_timeout_s: float = 300.0,
-                 extra_env: dict[str, str] | None = None) -> None:
+                 extra_env: dict[str, str] | None = None,
+                 memory_bytes: int | None = None) -> None:
+        """``memory_bytes``: the process is killed once its resident set exceeds this, and its
+        request ends ``out_of_resources`` (``None``: no cap)."""
         self.backend = backend
         self.cache_dir = cache_dir
         self.kernel_roots = kernel_roots
@@ -63,6 +80,8 @@ class BenchProcess:
         self.device: dict[str, Any] = {}
         self.ceilings: dict[str, Any] = {}
         self.restarts = 0
+        self.memory_bytes = memory_bytes
+        self._over_memory: int | None = None
         self._proc: subprocess.Popen[str] | None = None
         self._events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._stderr: collections.deque[str] = collections.deque(maxlen=60)
@@ -74,8 +93,7 @@ class BenchProcess:
         return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
 
     def _env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in SECRET_VARIABLES}
-        env["PYTHONUNBUFFERED"] = "1"
+        env = sandbox_environment()  # an allowlist: no credential reaches user code
         if self.backend == "interpret":
             env["TRITON_INTERPRET"] = "1"
             # One core per trial: stable timings when several bench processes share a host.
@@ -100,6 +118,7 @@ class BenchProcess:
             cmd += ["--kernel-root", str(root)]
         self._events = queue.Queue()
         self._stderr.clear()
+        self._over_memory = None
         self._proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True, env=self._env(), start_new_session=True,
@@ -109,6 +128,8 @@ class BenchProcess:
                          daemon=True).start()
         threading.Thread(target=self._read_stderr, args=(self._proc.stderr,),
                          daemon=True).start()
+        if self.memory_bytes is not None:
+            threading.Thread(target=self._watch_memory, args=(self._proc,), daemon=True).start()
         event = self._next_event(self.startup_timeout_s)
         if event is None or event.get("event") != "ready":
             reason = (event or {}).get("error") or self._exit_reason()
@@ -146,6 +167,26 @@ class BenchProcess:
             except (OSError, subprocess.TimeoutExpired):
                 pass
         self.kill()
+
+    def _watch_memory(self, proc: subprocess.Popen[str]) -> None:
+        """Kill ``proc`` (its whole session) once its resident set exceeds the cap."""
+        assert self.memory_bytes is not None
+        while proc.poll() is None:
+            rss = resident_bytes(proc.pid)
+            if rss is not None and rss > self.memory_bytes:
+                self._over_memory = rss
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                return
+            time.sleep(MEMORY_POLL_S)
+
+    def _memory_failure(self, **extra: Any) -> Measurement | None:
+        if self._over_memory is None or self.memory_bytes is None:
+            return None
+        return Measurement.failure(
+            TrialStatus.OUT_OF_RESOURCES,
+            f"host memory: the bench process used {self._over_memory / 2**30:.2f} GiB, above "
+            f"its cap of {self.memory_bytes / 2**30:.2f} GiB (--bench-memory); killed", **extra)
 
     # -- I/O ------------------------------------------------------------------------------------
     @staticmethod
@@ -269,8 +310,8 @@ class BenchProcess:
                 reason = self._exit_reason()
                 self.kill()
                 self.restarts += 1
-                return Measurement.failure(TrialStatus.CRASHED, f"during {phase}: {reason}",
-                                           **extra)
+                return self._memory_failure(**extra) or Measurement.failure(
+                    TrialStatus.CRASHED, f"during {phase}: {reason}", **extra)
             kind = event.get("event")
             if kind == "compiled":
                 phase, deadline_s, started = "run", request.run_timeout_s, time.monotonic()

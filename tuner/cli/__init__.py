@@ -7,7 +7,9 @@ see ``tuner.cli.common``.
 
 from __future__ import annotations
 
+import signal
 import sys
+from types import FrameType
 
 import typer
 
@@ -26,7 +28,18 @@ for group in (tuning, fleet, views, production, advisor, database):
     group.register(app)
 
 
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> None:
+    """The ``tuner`` entry point. The process is made non-dumpable first (it may hold
+    credentials and it starts children that run user code: ``tuner.core.sandbox``), and
+    SIGTERM is a Ctrl-C: ``tuner tune`` cancels its job and stops its bench processes."""
+    from tuner.core.sandbox import protect_process
+
+    protect_process()
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         app()
     except KeyboardInterrupt:
