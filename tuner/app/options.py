@@ -15,6 +15,7 @@ from tuner.core.devices import CPU_KIND
 from tuner.core.devices import DEVICES
 from tuner.core.devices import known_kinds
 from tuner.core.devices import normalise_device_name
+from tuner.core.limits import spec_errors
 from tuner.core.parsing import UsageError
 from tuner.core.parsing import parse_shape
 from tuner.core.settings import Settings
@@ -113,7 +114,7 @@ def build_spec(o: JobOptions, settings: Settings, *, submit: bool) -> tuple[JobS
         backend = "cuda" if o.device_kind not in (None, CPU_KIND) else "interpret"
     else:
         backend = resolve_backend(o.backend)
-    kernel = resolve_kernel(o.kernel, backend, settings.kernel_roots)
+    kernel = resolve_kernel(o.kernel, backend, settings.kernel_roots, isolated=True)
     problems = [parse_shape(s, kernel.dims) for s in o.shapes]
     if not problems and backend.startswith("replay:"):
         problems = [dict(kernel.example_problem)]
@@ -142,4 +143,7 @@ def build_spec(o: JobOptions, settings: Settings, *, submit: bool) -> tuple[JobS
         max_attempts=o.max_attempts, idempotency_key=o.idempotency_key,
         static_check=static_check_for(o.static_check, backend, kind),
         confirm_top=o.confirm_top, transfer=o.transfer)
+    errors = spec_errors(spec)
+    if errors:
+        raise UsageError("; ".join(errors))
     return spec, kernel

@@ -19,6 +19,7 @@ from tuner.control.searches import SEARCHES
 from tuner.core.devices import CPU_KIND
 from tuner.core.devices import DEVICES
 from tuner.core.devices import target_limits
+from tuner.core.limits import spec_errors
 from tuner.core.types import JobSpec
 from tuner.core.types import problem_key
 from tuner.kernels import KernelSpec
@@ -51,22 +52,7 @@ def validate(spec: JobSpec, kernel: KernelSpec) -> list[str]:
     if spec.static_check is not None and spec.static_check not in DEVICES:
         errors.append(f"cannot statically check for {spec.static_check!r}: not a GPU kind of "
                       f"the device table ({', '.join(DEVICES)})")
-    if spec.confirm_top < 0:
-        errors.append("--confirm-top must be 0 (off) or more")
-    if spec.transfer < 0:
-        errors.append("--transfer must be 0 (off) or more")
-    if spec.budget.trials < 1:
-        errors.append("the trial budget must be at least 1")
-    if spec.budget.wall_s is not None and spec.budget.wall_s <= 0:
-        errors.append("the time budget must be positive")
-    if spec.budget.target_fraction is not None and not 0 < spec.budget.target_fraction <= 1:
-        errors.append("the target roofline fraction must be in (0, 1]")
-    if spec.budget.patience is not None and spec.budget.patience < 1:
-        errors.append("patience must be at least 1")
-    if spec.parallel < 1:
-        errors.append("parallelism must be at least 1")
-    if spec.compile_timeout_s <= 0 or spec.run_timeout_s <= 0:
-        errors.append("timeouts must be positive")
+    errors.extend(spec_errors(spec))
     if spec.backend == "interpret" and spec.device_kind != CPU_KIND:
         errors.append("the interpret backend runs on the host CPU (device kind 'cpu')")
     if errors:
