@@ -1,4 +1,4 @@
-"""Celery tasks: thin wrappers that decode a request and hand it to a ``TrialWorker``.
+"""Celery tasks: thin wrappers that decode a ticket and hand it to a ``TrialWorker``.
 
 Each pool process builds its runtime lazily (its own database engine, its own bench
 processes): nothing database- or CUDA-related crosses a ``fork``. The worker's device and name
@@ -17,8 +17,8 @@ from celery.signals import worker_process_shutdown
 
 from db.session import make_engine
 from db.session import session_factory
+from tuner.control.tickets import Ticket
 from tuner.core.settings import Settings
-from tuner.core.types import BenchmarkRequest
 from workers.backends.pool import BackendPool
 from workers.celery_app import BENCH_TASK
 from workers.celery_app import app
@@ -45,10 +45,10 @@ class _Runtime:
                                   name=os.environ.get(ENV_NAME) or None,
                                   on_finished=self.announce, close=self.pool.close)
 
-    def announce(self, request: BenchmarkRequest) -> None:
+    def announce(self, job_id: int) -> None:
         """Wake the schedulers (best effort: they poll the database anyway)."""
         with contextlib.suppress(redis.RedisError):
-            self.redis.publish(DONE_CHANNEL, str(request.job_id))
+            self.redis.publish(DONE_CHANNEL, str(job_id))
 
     def close(self) -> None:
         self.worker.close()
@@ -66,14 +66,15 @@ def runtime() -> _Runtime:
 
 
 @app.task(name=BENCH_TASK, acks_late=True, reject_on_worker_lost=True)
-def bench(request: dict[str, Any]) -> None:
-    """Measure one trial. The message carries ``BenchmarkRequest.to_json()`` and nothing else."""
+def bench(ticket: Any) -> None:
+    """Run one ticket. The message carries ``Ticket.to_json()`` (which trial, which delivery)
+    and nothing else: the work itself is read from the database (``load_request``)."""
     try:
-        decoded = BenchmarkRequest.from_json(request)
+        decoded = Ticket.from_json(ticket)
     except ValueError as exc:
-        log.error("dropping a malformed benchmark request: %s", exc)
+        log.error("dropping a malformed ticket: %s", exc)
         return
-    runtime().worker.handle(decoded)
+    runtime().worker.handle_ticket(decoded)
 
 
 @worker_process_shutdown.connect

@@ -19,10 +19,16 @@ from typing import Any
 import sqlalchemy.orm as so
 
 from db import repository as repo
+from db.models import Trial
 from db.models import utcnow
+from db.retry import is_transient
 from db.retry import retry_db
 from search_spaces import stable_hash
 from tuner.control.recording import record_measurement
+from tuner.control.tickets import Ticket
+from tuner.control.tickets import dead_letter
+from tuner.control.tickets import load_request
+from tuner.control.tickets import ticket_of
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import Measurement
 from tuner.core.types import StaticResult
@@ -48,14 +54,14 @@ def lease_seconds(request: BenchmarkRequest) -> float:
 class TrialWorker:
     """Measures requests on the backend ``backend_for(request)`` and records them.
 
-    ``on_finished(request)`` is called after a request's outcome was stored by this worker
+    ``on_finished(job_id)`` is called after a request's outcome was stored by this worker
     (a measurement, a static check or a confirmation): the fleet's workers use it to wake the
     schedulers.
     """
 
     def __init__(self, backend_for: Callable[[BenchmarkRequest], Backend],
                  sessions: so.sessionmaker[so.Session], name: str | None = None,
-                 on_finished: Callable[[BenchmarkRequest], None] | None = None,
+                 on_finished: Callable[[int], None] | None = None,
                  close: Callable[[], None] | None = None) -> None:
         self.backend_for = backend_for
         self.sessions = sessions
@@ -81,6 +87,42 @@ class TrialWorker:
 
         return retry_db(attempt, deadline_s=RECORD_DEADLINE_S, what="recording a result")
 
+    def handle_ticket(self, ticket: Ticket) -> None:
+        """Read the work of a fleet message from the database, then ``handle`` it. A ticket
+        whose work cannot be read for a reason no retry cures is dead-lettered."""
+        def load() -> BenchmarkRequest | None:
+            with self.sessions() as session:
+                return load_request(session, ticket)
+
+        try:
+            request = retry_db(load, deadline_s=CLAIM_DEADLINE_S, what="reading a ticket")
+        except Exception as exc:
+            if is_transient(exc):
+                raise
+            self.dead_letter(ticket, exc)
+            return
+        if request is None:
+            log.info("%s %s attempt %s is no longer queued; dropped", ticket.mode, ticket.ref,
+                     ticket.attempt)
+            return
+        self.handle(request)
+
+    def dead_letter(self, ticket: Ticket, exc: BaseException) -> None:
+        error = f"{type(exc).__name__}: {exc}"
+
+        def store() -> str:
+            with self.sessions.begin() as session:
+                return dead_letter(session, ticket, error)
+
+        outcome = retry_db(store, deadline_s=RECORD_DEADLINE_S, what="dead-lettering")
+        log.error("%s %s attempt %s cannot run (%s): %s", ticket.mode, ticket.ref,
+                  ticket.attempt, outcome, error[:500])
+        if self.on_finished is not None and ticket.mode != "confirm":
+            with self.sessions() as session:
+                t = session.get(Trial, ticket.ref)
+            if t is not None:
+                self.on_finished(t.job_id)
+
     def handle(self, request: BenchmarkRequest) -> None:
         if request.mode == "check":
             self.handle_check(request)
@@ -88,7 +130,14 @@ class TrialWorker:
         if request.mode == "confirm":
             self.handle_confirm(request)
             return
-        if not self.claim(request):
+        try:
+            claimed = self.claim(request)
+        except Exception as exc:  # e.g. a lease that overflows: no retry will cure it
+            if is_transient(exc):
+                raise
+            self.dead_letter(ticket_of(request), exc)
+            return
+        if not claimed:
             log.info("trial %s attempt %s is no longer queued; dropped", request.trial_id,
                      request.attempt)
             return
@@ -101,7 +150,7 @@ class TrialWorker:
             log.warning("result of trial %s attempt %s arrived after the trial moved on",
                         request.trial_id, request.attempt)
         elif self.on_finished is not None:
-            self.on_finished(request)
+            self.on_finished(request.job_id)
 
     def handle_check(self, request: BenchmarkRequest) -> None:
         """Compile the config for its target (or find the cached result) and move the trial
@@ -135,7 +184,7 @@ class TrialWorker:
 
         if retry_db(store, deadline_s=RECORD_DEADLINE_S, what="recording a static check") \
                 and self.on_finished is not None:
-            self.on_finished(request)
+            self.on_finished(request.job_id)
 
     def handle_confirm(self, request: BenchmarkRequest) -> None:
         """Re-time the finalists interleaved and store their medians (once per attempt)."""
@@ -154,7 +203,7 @@ class TrialWorker:
 
         if retry_db(store, deadline_s=RECORD_DEADLINE_S, what="recording a confirmation") \
                 and self.on_finished is not None:
-            self.on_finished(request)
+            self.on_finished(request.job_id)
 
     def close(self) -> None:
         if self._close is not None:

@@ -41,6 +41,7 @@ from db.repository.trials import claim_trial
 from db.repository.trials import count_unmirrored
 from db.repository.trials import count_untold
 from db.repository.trials import expire_leases
+from db.repository.trials import fail_delivery
 from db.repository.trials import finish_check
 from db.repository.trials import first_trial_with_config
 from db.repository.trials import get_trial
@@ -62,7 +63,8 @@ __all__ = [
     "ACTIVE_TRIAL_STATES", "add_job", "add_problem", "add_trial", "best_configs",
     "best_configs_of", "cache_static", "cached_static", "cancel_job", "claim_trial",
     "count_trial_done", "count_unmirrored", "count_untold", "drivable_job_ids",
-    "expire_leases", "finish_check", "finish_confirmation", "first_trial_with_config",
+    "expire_leases", "fail_delivery", "finish_check", "finish_confirmation",
+    "first_trial_with_config",
     "get_job", "get_trial", "heartbeat", "hold_lease", "job_by_idempotency_key",
     "lease_job", "list_jobs", "list_workers", "lock_problem", "mark_published",
     "mark_told", "offer_best", "problems_of", "queued_trials", "register_worker",

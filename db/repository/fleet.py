@@ -65,14 +65,22 @@ def drivable_job_ids(session: so.Session) -> list[int]:
         .order_by(Job.id)).all())
 
 
-def lease_job(session: so.Session, job_id: int, owner: str, lease_s: float) -> bool:
-    """Take or renew the driver lease of a job; False if another live scheduler holds it."""
+def lease_job(session: so.Session, job_id: int, owner: str, lease_s: float) -> str | None:
+    """Take or renew the driver lease of a job: ``"renewed"`` when ``owner`` held it and no
+    one else has driven the job since (its in-memory state is current), ``"taken"`` when the
+    job was free or its last driver's lease ran out (someone else may have driven it: rebuild
+    from the database), ``None`` when another live scheduler holds it."""
     now = utcnow()
-    result = session.execute(
+    until = now + dt.timedelta(seconds=lease_s)
+    renewed = session.execute(sa.update(Job).where(Job.id == job_id, Job.driver_owner == owner)
+                              .values(driver_lease_until=until))
+    if renewed.rowcount:  # type: ignore[attr-defined]
+        return "renewed"
+    taken = session.execute(
         sa.update(Job).where(Job.id == job_id, sa.or_(
-            Job.driver_owner.is_(None), Job.driver_owner == owner, Job.driver_lease_until < now))
-        .values(driver_owner=owner, driver_lease_until=now + dt.timedelta(seconds=lease_s)))
-    return (result.rowcount or 0) == 1  # type: ignore[attr-defined]
+            Job.driver_owner.is_(None), Job.driver_lease_until < now))
+        .values(driver_owner=owner, driver_lease_until=until))
+    return "taken" if taken.rowcount else None  # type: ignore[attr-defined]
 
 
 def hold_lease(session: so.Session, job_id: int, owner: str, lease_s: float) -> bool:

@@ -5,6 +5,7 @@ Callers pass a ``Session`` and own the transaction (see ``db.repository``)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,6 +15,7 @@ import sqlalchemy.orm as so
 from db.models import Job
 from db.models import Problem
 from db.models import Trial
+from db.models import Worker
 from db.models import utcnow
 
 
@@ -61,19 +63,30 @@ def set_job_status(session: so.Session, job_id: int, status: str,
     session.execute(sa.update(Job).where(Job.id == job_id).values(**values))
 
 
-def cancel_job(session: so.Session, job_id: int, *, include_running: bool = False) -> int:
+def cancel_job(session: so.Session, job_id: int, *, include_running: bool = False,
+               live_since: dt.datetime | None = None) -> int:
     """Mark the job cancelled and its queued trials ``cancelled``; returns trials cancelled.
 
     Running trials are left to finish (their result is still stored) unless
     ``include_running``: then they are cancelled too, and a result arriving later is refused by
     the compare-and-set. Queued ones are skipped by any worker that receives them later,
-    because claiming needs status ``queued``.
+    because claiming needs status ``queued``. With ``live_since``, running trials held by
+    no worker whose heartbeat is at least that recent are cancelled too.
     """
     session.execute(sa.update(Job).where(Job.id == job_id, Job.status.in_(
         ("pending", "running"))).values(status="cancelled", finished_at=utcnow()))
     states = ("checking", "queued", "running") if include_running else ("checking", "queued")
+    which: sa.ColumnElement[bool] = Trial.status.in_(states)
+    if not include_running and live_since is not None:
+        # A running trial no live fleet worker holds (its lease ran out, or its owner is an
+        # embedded ``tuner tune`` that was killed) would stay ``running`` for ever.
+        live = sa.select(Worker.name).where(Worker.status == "alive",
+                                            Worker.last_heartbeat >= live_since)
+        which = sa.or_(which, sa.and_(Trial.status == "running", sa.or_(
+            Trial.lease_until < utcnow(), Trial.lease_owner.is_(None),
+            Trial.lease_owner.not_in(live))))
     result = session.execute(
-        sa.update(Trial).where(Trial.job_id == job_id, Trial.status.in_(states))
+        sa.update(Trial).where(Trial.job_id == job_id, which)
         .values(status="cancelled", finished_at=utcnow(), lease_until=None,
                 error="job cancelled"))
     return int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -219,3 +219,22 @@ def count_unmirrored(session: so.Session, job_id: int) -> int:
     return int(session.scalar(
         sa.select(sa.func.count()).select_from(Trial)
         .where(Trial.job_id == job_id, Trial.optuna_trial_id.is_(None))) or 0)
+
+
+def fail_delivery(session: so.Session, trial_id: int, attempt: int, error: str,
+                  max_attempts: int) -> str:
+    """A delivery of ``attempt`` failed for a reason no retry cures: requeue the trial at the
+    next attempt, or mark it ``lost`` with ``error`` once ``max_attempts`` were made. Returns
+    what happened (``requeued``, ``lost`` or ``moved on`` when the trial had moved on)."""
+    guard = (Trial.id == trial_id, Trial.attempt == attempt,
+             Trial.status.in_(ACTIVE_TRIAL_STATES))
+    if attempt >= max_attempts:
+        result = session.execute(sa.update(Trial).where(*guard).values(
+            status="lost", finished_at=utcnow(), lease_until=None,
+            error=f"dead-lettered after {attempt} failed deliveries: {error}"))
+        return "lost" if result.rowcount else "moved on"  # type: ignore[attr-defined]
+    result = session.execute(sa.update(Trial).where(*guard).values(
+        attempt=attempt + 1, lease_owner=None, lease_until=None, started_at=None,
+        published_at=None, error=f"delivery {attempt} failed: {error}",
+        status=sa.case((Trial.status == "running", "queued"), else_=Trial.status)))
+    return "requeued" if result.rowcount else "moved on"  # type: ignore[attr-defined]

@@ -61,7 +61,8 @@ def start_backends(backend: str, n: int, settings: Settings) -> list[Backend]:
     try:
         for _ in range(n):
             b = make_backend(backend, cache_dir=settings.cache_dir,
-                             kernel_roots=settings.kernel_roots)
+                             kernel_roots=settings.kernel_roots,
+                             memory_bytes=settings.bench_memory_bytes)
             b.start()
             backends.append(b)
     except BaseException:
@@ -165,6 +166,9 @@ class _NullQueue:
         return None
 
     def wait(self, timeout_s: float) -> None:
+        return None
+
+    def epoch(self) -> str | None:
         return None
 
     def close(self) -> None:

@@ -24,6 +24,7 @@ from db.models import Problem
 from db.models import utcnow
 from tuner.control.recording import JobIdentity
 from tuner.control.recording import offer_trial
+from tuner.control.tickets import confirm_request
 from tuner.core.types import BenchmarkRequest
 
 CONFIRM_MARGIN_S = 120.0
@@ -62,11 +63,7 @@ class Confirmation:
             attempt = problem.confirm_attempt + 1
             repo.update_problem(session, problem.id, confirm_status="pending",
                                 confirm_attempt=attempt, confirm_started_at=utcnow())
-        request = self.job.request(
-            trial_id=top[0].id, attempt=attempt, problem_id=problem.id,
-            problem=problem.problem, params=top[0].config, mode="confirm",
-            finalists=[{"trial_id": t.id, "params": dict(t.config)} for t in top])
-        self.publish([request])
+        self.publish([confirm_request(self.job, problem, top, attempt)])
         return True
 
     def conclude(self, session: so.Session, problem: Problem) -> str | None:

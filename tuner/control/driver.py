@@ -46,6 +46,7 @@ from tuner.control.queue import QueueUnavailable
 from tuner.control.recording import JobIdentity
 from tuner.control.recording import offer_trial
 from tuner.control.searches import make_proposer
+from tuner.control.tickets import trial_request
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import JobSpec
 from tuner.core.types import TrialStatus
@@ -105,6 +106,12 @@ class JobDriver:
         self.republish_s = republish_s
         self.lease = lease
         self._runs: dict[int, _ProblemRun] = {}
+        self._epoch = queue.epoch()
+        # Heartbeats are judged only after this driver has watched them for three beats: a
+        # driver is built at start and again after a database outage, during which workers
+        # could not write theirs (they are not vanished for it).
+        self._judge_heartbeats_from = None if heartbeat_s is None else \
+            utcnow() + dt.timedelta(seconds=3 * heartbeat_s)
         with sessions.begin() as session:
             job = repo.get_job(session, job_id)
             if job is None:
@@ -125,6 +132,18 @@ class JobDriver:
                 raise LeaseLost(f"job {self.job_id} is driven by another scheduler now")
             yield session
 
+    def _broker_restarted(self) -> bool:
+        """True once each time the queue's epoch changes (see ``BenchQueue.epoch``)."""
+        epoch = self.queue.epoch()
+        if epoch is None:
+            return False
+        changed = self._epoch is not None and epoch != self._epoch
+        self._epoch = epoch
+        if changed:
+            log.warning("job %s: the broker restarted; publishing its queued trials again",
+                        self.job_id)
+        return changed
+
     # -- one round --------------------------------------------------------------------------
     def step(self) -> bool:
         """One round for the current problem; False once the job is finished."""
@@ -136,13 +155,16 @@ class JobDriver:
                 repo.set_job_status(session, self.job_id, "running")
             problems = [p for p in repo.problems_of(session, self.job_id) if p.status != "done"]
             stale: list[str] = []
-            if self.heartbeat_s is not None:
+            if self._judge_heartbeats_from is not None and self.heartbeat_s is not None \
+                    and utcnow() >= self._judge_heartbeats_from:
                 silent_since = utcnow() - dt.timedelta(seconds=3 * self.heartbeat_s)
                 stale = repo.stale_workers(session, silent_since)
             requeued, lost = repo.expire_leases(session, self.job_id, self.spec.max_attempts,
                                                 stale)
             cut = None if self.republish_s is None else \
                 utcnow() - dt.timedelta(seconds=self.republish_s)
+            if self._broker_restarted():  # everything published before now may be gone
+                cut = utcnow()
             requests = [self._request(t, session)
                         for t in repo.unpublished_or_stale(session, self.job_id, cut)]
         for t in requeued:
@@ -312,12 +334,7 @@ class JobDriver:
     def _request(self, t: Trial, session: so.Session) -> BenchmarkRequest:
         problem = session.get(Problem, t.problem_id)
         assert problem is not None
-        check = self.spec.static_check
-        overrides: dict[str, Any] = {}
-        if t.status == TrialStatus.CHECKING and check is not None:  # compile for the target
-            overrides = {"mode": "check", "backend": f"compile:{check}", "device_kind": check}
-        return self.job.request(trial_id=t.id, attempt=t.attempt, problem_id=t.problem_id,
-                                problem=problem.problem, params=t.config, **overrides)
+        return trial_request(self.job, t, problem)
 
     def _run_for(self, problem: Problem) -> _ProblemRun:
         run = self._runs.get(problem.id)

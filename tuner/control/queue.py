@@ -28,6 +28,10 @@ class BenchQueue(Protocol):
     def wait(self, timeout_s: float) -> None:
         """Block until a request may have finished, or ``timeout_s`` passed."""
 
+    def epoch(self) -> str | None:
+        """A token that changes when the queue lost what it held (a broker restarted empty),
+        so the driver publishes its queued trials again at once; ``None``: unknown now."""
+
     def close(self) -> None: ...
 
 
@@ -71,6 +75,9 @@ class InlineQueue:
 
     def submit(self, request: BenchmarkRequest) -> None:
         self._requests.put(request)
+
+    def epoch(self) -> str | None:
+        return "inline"  # in memory: it loses nothing while the process lives
 
     def wait(self, timeout_s: float) -> None:
         with self._done:
