@@ -56,8 +56,25 @@ def test_variables_are_the_ones_the_service_reads_and_documents():
         assert f"`{name}`" in readme, f"{name} is not documented in the README"
     for name in set(re.findall(r'"(TUNER_[A-Z_]+)"', settings_source)):
         assert f"`{name}`" in readme, f"{name} is not documented in the README"
-    assert all(s["environment"] == env for s in OURS.values())
+    services = {n: s for n, s in OURS.items() if n != "migrate"}
+    assert all(s["environment"] == env for s in services.values())
     check_broker_url(_substitute(env["TUNER_BROKER_URL"]))  # has a password
+
+
+def test_least_privilege_roles_and_migration_first():
+    """Only `migrate` connects as the role that owns the schema; everything else connects as
+    the row-only service role, after the migration exited 0; no one as the superuser."""
+    migrate_url = OURS["migrate"]["environment"]["TUNER_DB_URL"]
+    assert migrate_url.startswith("postgresql://tuner_migrate:")
+    for name, service in OURS.items():
+        if name == "migrate":
+            continue
+        assert service["environment"]["TUNER_DB_URL"].startswith("postgresql://tuner_service:")
+        assert service["depends_on"]["migrate"] == {
+            "condition": "service_completed_successfully"}, name
+    postgres = SERVICES["postgres"]
+    assert any("init-roles.sh:/docker-entrypoint-initdb.d/" in v for v in postgres["volumes"])
+    assert (ROOT / "db" / "postgres" / "init-roles.sh").exists()
 
 
 def test_only_loopback_ports_are_published():
