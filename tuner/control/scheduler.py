@@ -7,7 +7,9 @@ once another scheduler has taken the job over (``LeaseLost``), so a scheduler th
 its lease (a long step, a paused process) stops driving instead of writing beside the new
 driver. A scheduler that dies simply stops renewing its leases;
 another (or the same, restarted) takes the jobs over after ``scheduler_lease_s`` and resumes
-them from the database. Database outages are waited out, never fatal.
+them from the database. A scheduler that *re-takes* a job (its lease had lapsed, so another may
+have driven it in between) drops its in-memory driver and rebuilds it from the database too.
+Database outages are waited out, never fatal.
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ class Scheduler:
         self.drivers: dict[int, JobDriver] = {}
         self.mirror = Mirror(sessions, settings.db_url, settings.artifact_dir)
         self._load = kernel_loader or (
-            lambda spec: resolve_kernel(spec.kernel, spec.backend, settings.kernel_roots))
+            lambda spec: resolve_kernel(spec.kernel, spec.backend, settings.kernel_roots,
+                                        isolated=True))
 
     def _driver(self, job_id: int) -> JobDriver | None:
         driver = self.drivers.get(job_id)
@@ -89,8 +92,9 @@ class Scheduler:
             with self.sessions.begin() as session:
                 leased = repo.lease_job(session, job_id, self.name,
                                         self.settings.scheduler_lease_s)
-            if not leased:
+            if leased != "renewed":  # not ours, or someone else may have driven it meanwhile
                 self.drivers.pop(job_id, None)
+            if leased is None:
                 continue
             driver = self._driver(job_id)
             if driver is None:
