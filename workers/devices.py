@@ -126,7 +126,8 @@ class CudaDevice:
         self.cuda.init()
         self._props = self.cuda.get_device_properties(0)
         self.kind = normalise_device_name(self._props.name)
-        self._nvml = _Nvml() if nvml is None else nvml
+        self._nvml = _Nvml(str(getattr(self._props, "uuid", "") or "")) if nvml is None \
+            else nvml
         self._ceilings = self.measure_ceilings(cache_dir)
         l2 = int(getattr(self._props, "L2_cache_size", 0) or 50 * 1024 * 1024)
         self._flush = self.flush_buffer(max(2 * l2, 64 * 1024 * 1024))
@@ -171,17 +172,33 @@ class CudaDevice:
         return any(s in text for s in STICKY_CUDA_ERRORS)
 
 
+def nvml_uuid(torch_uuid: str) -> str | None:
+    """NVML's name of the GPU whose CUDA UUID is ``torch_uuid`` (``GPU-…``; MIG names kept)."""
+    text = torch_uuid.strip()
+    if not text:
+        return None
+    return text if text.startswith(("GPU-", "MIG-")) else f"GPU-{text}"
+
+
 class _Nvml:
-    """Clocks, temperature, power and throttle reasons through NVML, when it is readable."""
+    """Clocks, temperature, power and throttle reasons through NVML, when it is readable.
 
-    def __init__(self) -> None:
+    The GPU is found by its UUID: NVML ignores ``CUDA_VISIBLE_DEVICES``, so NVML's index 0 is
+    the host's first GPU, not this process's. Without a UUID nothing is read (partial
+    provenance, never another GPU's). ``module``: the NVML binding (default ``pynvml``)."""
+
+    def __init__(self, torch_uuid: str, module: Any = None) -> None:
         self._handle: Any = None
+        uuid = nvml_uuid(torch_uuid)
         try:
-            import pynvml
+            if module is None:
+                import pynvml
 
-            pynvml.nvmlInit()
-            self._pynvml = pynvml
-            self._handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+                module = pynvml
+            module.nvmlInit()
+            self._pynvml = module
+            if uuid is not None:
+                self._handle = module.nvmlDeviceGetHandleByUUID(uuid)
         except Exception:  # no NVML (container without the library): provenance is partial
             self._handle = None
 

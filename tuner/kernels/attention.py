@@ -35,7 +35,7 @@ from tuner.kernels.spec import Problem
 #: kernels may read no other kind of global).
 NEG = tl.constexpr(-1e30)
 DTYPES = ("fp16", "bf16")
-TOLERANCE = {"fp16": 5e-3, "bf16": 2e-2}
+TOLERANCE = {"fp16": 5e-3, "bf16": 1e-2}  # DESIGN.md: bf16/fp16 within 1e-3–1e-2
 
 
 @triton.jit
