@@ -18,6 +18,8 @@ from search_spaces.context import Context
 Predicate = Callable[..., bool]
 
 _REGISTRY: dict[str, tuple[Predicate, str]] = {}
+#: Names registered by ``defer``: placeholders a real ``register`` replaces.
+_DEFERRED: set[str] = set()
 
 
 def register(name: str, doc: str) -> Callable[[Predicate], Predicate]:
@@ -27,12 +29,31 @@ def register(name: str, doc: str) -> Callable[[Predicate], Predicate]:
     """
 
     def wrap(fn: Predicate) -> Predicate:
-        if name in _REGISTRY and _REGISTRY[name][0] is not fn:
+        if name in _DEFERRED:
+            _DEFERRED.discard(name)
+        elif name in _REGISTRY and _REGISTRY[name][0] is not fn:
             raise ValueError(f"constraint {name!r} is already registered")
         _REGISTRY[name] = (fn, doc)
         return fn
 
     return wrap
+
+
+def _allow(config: Mapping[str, Any], ctx: Context, **args: Any) -> bool:
+    return True
+
+
+def defer(name: str, doc: str) -> None:
+    """Stand in for a constraint registered by a user's kernel module that this process does
+    not import (it runs only in bench processes): here every config passes it; the bench
+    process, which imports the module, applies the real one."""
+    if name not in _REGISTRY:
+        _REGISTRY[name] = (_allow, doc)
+        _DEFERRED.add(name)
+
+
+def is_deferred(name: str) -> bool:
+    return name in _DEFERRED
 
 
 def registered() -> dict[str, str]:

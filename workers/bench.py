@@ -23,6 +23,8 @@ from typing import Any
 
 import torch
 
+from search_spaces import Context
+from tuner.core.devices import target_limits
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import Measurement
 from tuner.core.types import TrialStatus
@@ -86,6 +88,14 @@ def run_request(device: BenchDevice, request: BenchmarkRequest, roots: tuple[Pat
     except KernelError as exc:
         on_compiled(None)
         return Outcome(Measurement.failure(TrialStatus.COMPILE_ERROR, str(exc), **base))
+    # Constraints the kernel's module registered itself were deferred where it is not
+    # imported (the scheduler, the CLI): this is where they apply.
+    ctx = Context(problem=dict(request.problem), dtype=request.dtype,
+                  target=target_limits(request.device_kind))
+    violations = kernel.space.violations(request.params, ctx)
+    if violations:
+        on_compiled(None)
+        return Outcome(Measurement.failure(TrialStatus.INVALID, "; ".join(violations), **base))
     counts: dict[str, Any] = {"flops": kernel.flops(request.problem, request.dtype),
               "min_bytes": kernel.min_bytes(request.problem, request.dtype),
               "compute_dtype": kernel.compute_dtype(request.dtype),

@@ -35,7 +35,7 @@ from tuner.export import export_rows
 from tuner.export import python_module
 from tuner.export import write_export
 from tuner.kernels import KernelError
-from tuner.kernels import load_kernel
+from tuner.kernels import resolve_kernel
 
 T = TypeVar("T")
 
@@ -144,7 +144,8 @@ def _space_defaults(kernels: set[str], settings: Settings) -> dict[str, Any]:
     defaults = {}
     for name in sorted(kernels):
         try:
-            seeds = load_kernel(name, settings.kernel_roots).space.seed_configs()
+            seeds = resolve_kernel(name, "interpret", settings.kernel_roots,
+                                   isolated=True).space.seed_configs()
         except KernelError:
             continue
         if seeds:

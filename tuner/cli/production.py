@@ -26,7 +26,8 @@ def _dims_of(kernel: str, settings: Settings) -> list[str]:
     from tuner.kernels import resolve_kernel
 
     try:
-        return list(resolve_kernel(kernel, "interpret", settings.kernel_roots).dims)
+        return list(resolve_kernel(kernel, "interpret", settings.kernel_roots,
+                                   isolated=True).dims)
     except KernelError:
         return []
 

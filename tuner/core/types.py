@@ -48,9 +48,11 @@ class TrialStatus(StrEnum):
 
 
 #: Statuses a benchmark can report (the others are decided by the service, not a device).
+#: ``invalid``: the config breaks a constraint of the kernel's module that only the bench
+#: process, which imports it, can evaluate (``tuner.kernels.isolated``).
 MEASURED_STATUSES = frozenset({
     TrialStatus.OK, TrialStatus.COMPILE_ERROR, TrialStatus.OUT_OF_RESOURCES,
-    TrialStatus.WRONG_RESULT, TrialStatus.TIMEOUT, TrialStatus.CRASHED,
+    TrialStatus.WRONG_RESULT, TrialStatus.TIMEOUT, TrialStatus.CRASHED, TrialStatus.INVALID,
 })
 
 

@@ -18,14 +18,11 @@ from tuner.kernels.names import BUILTIN
 from tuner.kernels.names import FAMILIES
 from tuner.kernels.names import builtin_module
 from tuner.kernels.names import is_file_ref
+from tuner.kernels.spec import KernelError
 from tuner.kernels.spec import KernelSpec
 
 __all__ = ["BUILTIN", "FAMILIES", "KernelError", "builtin_module", "is_file_ref",
            "load_kernel", "resolve_kernel"]
-
-class KernelError(ValueError):
-    """A kernel reference that cannot be resolved; the message is meant for the user."""
-
 
 def load_kernel(ref: str, roots: Sequence[Path] = ()) -> KernelSpec:
     """Resolve ``ref`` to a ``KernelSpec``.
@@ -53,15 +50,21 @@ def load_kernel(ref: str, roots: Sequence[Path] = ()) -> KernelSpec:
     return spec
 
 
-def _load_file_kernel(ref: str, roots: Sequence[Path]) -> object:
-    path_text, attr = ref.rsplit(":", 1)
-    path = Path(path_text).expanduser().resolve()
+def _check_root(ref: str, roots: Sequence[Path]) -> Path:
+    """The file of ``path.py:NAME``; ``KernelError`` unless it exists inside ``roots``."""
+    path = Path(ref.rsplit(":", 1)[0]).expanduser().resolve()
     if not any(path.is_relative_to(root.resolve()) for root in roots):
         allowed = ", ".join(str(r) for r in roots) or "(none)"
         raise KernelError(f"{path} is outside the allowed kernel roots ({allowed}); "
                           "set TUNER_KERNEL_ROOTS to allow it")
     if not path.is_file():
         raise KernelError(f"kernel file {path} does not exist")
+    return path
+
+
+def _load_file_kernel(ref: str, roots: Sequence[Path]) -> object:
+    attr = ref.rsplit(":", 1)[1]
+    path = _check_root(ref, roots)
     module_name = "tuner_user_kernel_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
     module = sys.modules.get(module_name)
     if module is None:
@@ -80,14 +83,22 @@ def _load_file_kernel(ref: str, roots: Sequence[Path]) -> object:
     return getattr(module, attr)
 
 
-def resolve_kernel(ref: str, backend: str, roots: Sequence[Path] = ()) -> KernelSpec:
+def resolve_kernel(ref: str, backend: str, roots: Sequence[Path] = (), *,
+                   isolated: bool = False) -> KernelSpec:
     """The kernel a job tunes: ``load_kernel(ref)``, or the recording of a ``replay:`` backend.
 
     For replay, ``ref`` must be ``replay``, ``recorded:<name>`` or the recorded kernel's name.
+    ``isolated``: a user's kernel file is described by a sandboxed child instead of imported
+    (``tuner.kernels.isolated``; what the scheduler and the CLI do).
     """
     from tuner.kernels.recorded import REPLAY_PREFIX
     from tuner.kernels.recorded import recorded_kernel
 
+    if isolated and is_file_ref(ref) and not backend.startswith(REPLAY_PREFIX):
+        from tuner.kernels.isolated import isolated_kernel
+
+        _check_root(ref, roots)
+        return isolated_kernel(ref, roots)
     if not backend.startswith(REPLAY_PREFIX):
         return load_kernel(ref, roots)
     path = backend[len(REPLAY_PREFIX):]

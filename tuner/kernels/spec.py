@@ -43,6 +43,10 @@ MAX_DIM = 1 << 24
 MAX_ELEMENTS = (1 << 31) - 1
 
 
+class KernelError(ValueError):
+    """A kernel reference that cannot be resolved; the message is meant for the user."""
+
+
 def _same_dtype(dtype: str) -> str:
     return dtype
 
@@ -78,6 +82,8 @@ class KernelSpec:
     source_path: str | None = None
     #: Optional extra problem validation: ``problem_check(problem) -> [reason, …]``.
     problem_check: Callable[[Mapping[str, Any]], list[str]] | None = None
+    #: The source hash when the module is not imported here (``tuner.kernels.isolated``).
+    known_source_hash: str | None = None
 
     def problem_errors(self, problem: Mapping[str, Any]) -> list[str]:
         """Why ``problem`` cannot be tuned (empty when it can)."""
@@ -122,6 +128,8 @@ class KernelSpec:
 
     def source_hash(self) -> str:
         """SHA-256 of the source file defining ``launch`` (the kernel and its launcher)."""
+        if self.known_source_hash is not None:
+            return self.known_source_hash
         path = self.source_path or inspect.getsourcefile(self.launch)
         text = Path(path).read_text() if path else inspect.getsource(self.launch)
         return stable_hash(text)

@@ -1,0 +1,96 @@
+"""A user's kernel file seen from a process that holds credentials (the scheduler, the CLI):
+described by a sandboxed child, never imported here (README, "Security").
+
+``isolated_kernel(ref, roots)`` runs ``python -m tuner.kernels.describe`` with an allowlisted
+environment (``tuner.core.sandbox``), a timeout and no inherited secret, and builds a
+``KernelSpec`` from its JSON: the space, dims, dtypes, tolerances and source hash are the
+module's own. What only the module's code can do stays in the bench processes: the functions
+that make inputs, launch and check (here they raise ``KernelError``), and constraints the module
+registered itself (deferred here: ``search_spaces.constraints.defer``; the bench process
+applies them and answers ``invalid``). The module's ``problem_check`` runs in a sandboxed child
+too, once per problem. Descriptions are cached per (file, modification time, roots).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Mapping
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from search_spaces import SearchSpace
+from search_spaces.constraints import defer
+from search_spaces.constraints import registered
+from tuner.core.sandbox import sandbox_environment
+from tuner.kernels.spec import KernelError
+from tuner.kernels.spec import KernelSpec
+
+#: Seconds a description may take (importing torch and Triton is most of it).
+DESCRIBE_TIMEOUT_S = 180.0
+_CACHE: dict[tuple[str, float, tuple[str, ...], str], dict[str, Any]] = {}
+
+
+def _describe(ref: str, roots: Sequence[Path], problems: Sequence[Mapping[str, Any]] = ()
+              ) -> dict[str, Any]:
+    path = Path(ref.rsplit(":", 1)[0]).expanduser()
+    try:
+        mtime = path.stat().st_mtime
+    except OSError:
+        mtime = -1.0
+    problems_json = json.dumps([dict(p) for p in problems], sort_keys=True)
+    key = (ref, mtime, tuple(str(r) for r in roots), problems_json)
+    if key in _CACHE:
+        return _CACHE[key]
+    cmd = [sys.executable, "-m", "tuner.kernels.describe", ref, "--problems", problems_json]
+    for root in roots:
+        cmd += ["--kernel-root", str(root)]
+    try:
+        proc = subprocess.run(cmd, env=sandbox_environment(), capture_output=True, text=True,
+                              timeout=DESCRIBE_TIMEOUT_S, start_new_session=True, check=False)
+    except subprocess.TimeoutExpired:
+        raise KernelError(f"describing {ref} took longer than {DESCRIBE_TIMEOUT_S:g} s "
+                          "(does importing it hang?)") from None
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    try:
+        data: dict[str, Any] = dict(json.loads(lines[-1]))
+    except (IndexError, ValueError):
+        tail = proc.stderr.strip().splitlines()[-3:]
+        raise KernelError(f"describing {ref} failed (exit {proc.returncode}): "
+                          + " | ".join(tail)) from None
+    if "error" in data:
+        raise KernelError(str(data["error"]))
+    _CACHE[key] = data
+    return data
+
+
+def _only_in_bench(what: str) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        raise KernelError(f"a user kernel's {what} runs only in a bench process")
+
+    return call
+
+
+def isolated_kernel(ref: str, roots: Sequence[Path]) -> KernelSpec:
+    """The ``KernelSpec`` of the user kernel ``path.py:NAME``, described in a sandbox."""
+    data = _describe(ref, roots)
+    known = registered()
+    for name, doc in dict(data.get("constraint_docs", {})).items():
+        if name not in known:
+            defer(str(name), str(doc))
+
+    def problem_check(problem: Mapping[str, Any]) -> list[str]:
+        return [str(e) for e in _describe(ref, roots, [problem])["problem_errors"][0]]
+
+    return KernelSpec(
+        name=str(data["name"]), description=str(data["description"]),
+        dims=tuple(data["dims"]), dtypes=tuple(data["dtypes"]),
+        space=SearchSpace.from_json(data["space"]),
+        make_inputs=_only_in_bench("make_inputs"), launch=_only_in_bench("launch"),
+        reference=_only_in_bench("reference"), output=str(data["output"]),
+        flops=_only_in_bench("flops"), min_bytes=_only_in_bench("min_bytes"),
+        tolerance=dict(data["tolerance"]), example_problem=dict(data["example_problem"]),
+        max_dim=int(data["max_dim"]), problem_check=problem_check,
+        known_source_hash=str(data["source_hash"]))
