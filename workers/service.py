@@ -58,7 +58,8 @@ def check_device(device: str) -> str:
 def probe(device: str, settings: Settings) -> DeviceInfo:
     """Start a bench process on the device once, read its kind and ceilings, stop it."""
     backend = make_backend("interpret" if device == "cpu" else device,
-                           cache_dir=settings.cache_dir, kernel_roots=settings.kernel_roots)
+                           cache_dir=settings.cache_dir, kernel_roots=settings.kernel_roots,
+                           memory_bytes=settings.bench_memory_bytes)
     try:
         backend.start()
         info = backend.describe()

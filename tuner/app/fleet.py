@@ -7,6 +7,7 @@ returns values or emits progress events; nothing prints.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import signal
 import threading
@@ -61,14 +62,16 @@ class Cancelled:
 
 
 def cancel_job(settings: Settings, job_id: int) -> Cancelled:
-    """Cancel a job: queued trials never run; running ones finish and are kept."""
+    """Cancel a job: queued trials never run; running ones on live fleet workers finish and
+    are kept; running ones no live worker holds (a killed ``tuner tune``) are cancelled."""
     with open_sessions(settings).begin() as session:
         job = repo.get_job(session, job_id)
         if job is None:
             raise DatabaseError(f"no job {job_id} in {safe_url(settings.db_url)}")
         if job.status in ("completed", "failed"):
             return Cancelled(job.status, 0)
-        return Cancelled(None, repo.cancel_job(session, job_id))
+        live_since = utcnow() - dt.timedelta(seconds=3 * settings.heartbeat_s)
+        return Cancelled(None, repo.cancel_job(session, job_id, live_since=live_since))
 
 
 def watch_job(settings: Settings, job_id: int, on_event: OnEvent = ignore,

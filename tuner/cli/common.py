@@ -17,6 +17,7 @@ from typing import TypeVar
 import typer
 from rich.console import Console
 
+from tuner.core.parsing import UsageError
 from tuner.core.settings import Settings
 
 console = Console()
@@ -31,7 +32,6 @@ DbOption = Annotated[str | None, typer.Option(
 def _user_errors() -> tuple[type[BaseException], ...]:
     from db.session import DatabaseError
     from tuner.control.jobs import JobError
-    from tuner.core.parsing import UsageError
     from tuner.kernels import KernelError
     from workers.celery_app import InsecureBrokerError
 
@@ -59,6 +59,17 @@ def friendly(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def bench_settings(db: str | None, bench_memory_gb: float | None) -> Settings:
+    """``settings_for(db)`` with ``--bench-memory`` applied (``UsageError`` when invalid)."""
+    try:
+        return settings_for(db).with_bench_memory(bench_memory_gb)
+    except ValueError as exc:
+        raise UsageError(f"--bench-memory: {exc}") from None
+
+
 def settings_for(db: str | None) -> Settings:
     """The settings of this process (environment), pointed at ``--db`` when given."""
-    return Settings.from_env().with_db(db)
+    try:
+        return Settings.from_env().with_db(db)
+    except ValueError as exc:
+        raise UsageError(f"bad setting in the environment: {exc}") from None

@@ -9,10 +9,12 @@ import typer
 from rich.table import Table
 
 from tuner.cli.common import DbOption
+from tuner.cli.common import bench_settings
 from tuner.cli.common import console
 from tuner.cli.common import err
 from tuner.cli.common import friendly
 from tuner.cli.common import settings_for
+from tuner.cli.options import BenchMemoryOpt
 
 
 @friendly
@@ -70,13 +72,15 @@ def worker(
     name: Annotated[str | None, typer.Option(help="Node name (default device.pid@host).")] = None,
     queue: Annotated[str | None, typer.Option(
         help="Queue to consume (default bench.<gpu kind>, or cpu).")] = None,
+    bench_memory: BenchMemoryOpt = None,
     db: DbOption = None,
 ) -> None:
     """Run a Celery worker for one GPU (or the CPU queue); it owns an isolated bench process."""
     from tuner.app.fleet import run_worker
 
+    settings = bench_settings(db, bench_memory)
     err.print(f"worker on {device}: probing the device…")
-    run_worker(settings_for(db), device, name, queue)
+    run_worker(settings, device, name, queue)
 
 
 def register(app: typer.Typer) -> None:

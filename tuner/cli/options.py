@@ -42,6 +42,9 @@ SeedOpt = Annotated[int | None, typer.Option(help="Sampler and input seed.")]
 ParallelOpt = Annotated[int, typer.Option(help="Trials in flight at once.")]
 CompileTimeoutOpt = Annotated[float, typer.Option(help="Seconds for compile + first call.")]
 RunTimeoutOpt = Annotated[float, typer.Option(help="Seconds for check + timing.")]
+BenchMemoryOpt = Annotated[float | None, typer.Option(
+    help="Host memory (GiB) one bench process may use; above it the process is killed and "
+         "the trial is out_of_resources (default: TUNER_BENCH_MEMORY_GB, or half the RAM).")]
 WarmupOpt = Annotated[float | None, typer.Option(help="Warm-up time budget per trial (ms).")]
 RepOpt = Annotated[float | None, typer.Option(help="Timing budget per trial (ms).")]
 StaticCheckOpt = Annotated[str | None, typer.Option(

@@ -9,11 +9,13 @@ import typer
 from tuner.app.options import JobOptions
 from tuner.app.options import build_spec
 from tuner.cli.common import DbOption
+from tuner.cli.common import bench_settings
 from tuner.cli.common import console
 from tuner.cli.common import err
 from tuner.cli.common import friendly
 from tuner.cli.common import settings_for
 from tuner.cli.options import BackendOpt
+from tuner.cli.options import BenchMemoryOpt
 from tuner.cli.options import CompileTimeoutOpt
 from tuner.cli.options import ConfirmTopOpt
 from tuner.cli.options import DeviceKindOpt
@@ -48,7 +50,7 @@ def tune(
     compile_timeout: CompileTimeoutOpt = 120, run_timeout: RunTimeoutOpt = 60,
     warmup_ms: WarmupOpt = None, rep_ms: RepOpt = None, static_check: StaticCheckOpt = None,
     confirm_top: ConfirmTopOpt = 3, transfer: TransferOpt = DEFAULT_TRANSFER,
-    db: DbOption = None,
+    bench_memory: BenchMemoryOpt = None, db: DbOption = None,
 ) -> None:
     """Tune KERNEL on this machine (blocking, no Redis): --parallel local bench processes."""
     from tuner.app.local import run_local_job
@@ -56,7 +58,7 @@ def tune(
     from tuner.cli.render import ProgressBars
     from tuner.cli.render import print_summary
 
-    settings = settings_for(db)
+    settings = bench_settings(db, bench_memory)
     ref = pick_kernel(kernel, kernel_option)
     options = JobOptions(ref, shape or [], dtype, backend, device_kind, trials, time_limit,
                          target, patience, sampler, seed, parallel, compile_timeout,

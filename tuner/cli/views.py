@@ -97,9 +97,12 @@ def dashboard(
     host: Annotated[str, typer.Option(
         help="Bind address (keep it local: the dashboard has no auth).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port.")] = 8080,
+    allow_writes: Annotated[bool, typer.Option(
+        "--allow-writes", help="Let the dashboard delete studies and edit trials (it has no "
+        "authentication; read-only by default).")] = False,
     db: DbOption = None,
 ) -> None:
-    """Serve optuna-dashboard on the service database (every job's studies)."""
+    """Serve optuna-dashboard on the service database (every job's studies), read-only."""
     from db.session import safe_url
     from tuner.app.views import open_engine
     from tuner.optuna.dashboard import serve
@@ -107,11 +110,11 @@ def dashboard(
     settings = settings_for(db)
     open_engine(settings).dispose()  # one line when there is no database yet
     if host not in ("127.0.0.1", "localhost", "::1"):
-        err.print("[yellow]warning:[/] optuna-dashboard has no authentication and can "
-                  f"delete studies; it is now reachable on {host}")
+        err.print("[yellow]warning:[/] optuna-dashboard has no authentication; it is now "
+                  f"reachable on {host}" + (" and can delete studies" if allow_writes else ""))
     err.print(f"optuna-dashboard for {safe_url(settings.db_url)} on http://{host}:{port}/ "
               "(Ctrl-C to stop)")
-    serve(settings.db_url, host, port, settings.artifact_dir)
+    serve(settings.db_url, host, port, settings.artifact_dir, allow_writes)
 
 
 def register(app: typer.Typer) -> None:

@@ -21,11 +21,15 @@ Variables:
 * ``TUNER_SCHEDULER_LEASE_S``: how long a scheduler's claim on a job lasts without renewal
   (default 30; a restarted scheduler resumes a job after at most this long);
 * ``TUNER_REPUBLISH_S``: a queued trial unclaimed this long is published again, in case the
-  broker lost its message (default 300).
+  broker lost its message (default 300; a broker that restarted is noticed within seconds and
+  its queued trials are published again at once);
+* ``TUNER_BENCH_MEMORY_GB``: host memory (resident set, GiB) one bench process may use before
+  it is killed and its trial recorded ``out_of_resources`` (default half of the host's RAM).
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -37,6 +41,21 @@ from pathlib import Path
 def _xdg(var: str, fallback: str, env: Mapping[str, str]) -> Path:
     base = env.get(var) or str(Path(env.get("HOME", str(Path.home()))) / fallback)
     return Path(base) / "tuner"
+
+
+def gib_bytes(gib: float) -> int:
+    """``gib`` GiB in bytes; ``ValueError`` unless it is a finite number above zero."""
+    if not math.isfinite(gib) or gib <= 0 or gib > 1 << 20:
+        raise ValueError(f"a bench memory cap must be a positive number of GiB, not {gib!r}")
+    return int(gib * (1 << 30))
+
+
+def default_bench_memory() -> int | None:
+    """Half of this host's RAM, in bytes (``None`` where it cannot be read)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -51,6 +70,8 @@ class Settings:
     scheduler_lease_s: float = 30.0
     republish_s: float = 300.0
     artifact_dir: Path | None = None
+    #: Host-memory cap of one bench process in bytes (``None``: no cap).
+    bench_memory_bytes: int | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -73,7 +94,13 @@ class Settings:
             republish_s=float(env.get("TUNER_REPUBLISH_S") or 300.0),
             artifact_dir=Path(env["TUNER_ARTIFACT_DIR"]) if env.get("TUNER_ARTIFACT_DIR")
             else data_dir / "artifacts",
+            bench_memory_bytes=gib_bytes(float(env["TUNER_BENCH_MEMORY_GB"]))
+            if env.get("TUNER_BENCH_MEMORY_GB") else default_bench_memory(),
         )
+
+    def with_bench_memory(self, gib: float | None) -> Settings:
+        """A copy whose bench processes may use ``gib`` GiB (``None`` keeps this cap)."""
+        return self if gib is None else replace(self, bench_memory_bytes=gib_bytes(gib))
 
     def with_db(self, db_url: str | None) -> Settings:
         """A copy pointing at another database (``None`` keeps this one)."""

@@ -25,7 +25,7 @@ MODEL_PREFIX = "model:"
 
 class ModelBackend:
     def __init__(self, name: str, *, cache_dir: Path | None = None,
-                 kernel_roots: tuple[Path, ...] = ()) -> None:
+                 kernel_roots: tuple[Path, ...] = (), memory_bytes: int | None = None) -> None:
         self.name = name
         self.kernel_roots = kernel_roots
         self.kind = name[len(MODEL_PREFIX):]

@@ -43,7 +43,8 @@ class BackendPool:
         backend = self.backends.get(key)
         if backend is None:
             backend = make_backend(key, cache_dir=self.settings.cache_dir,
-                                   kernel_roots=self.settings.kernel_roots)
+                                   kernel_roots=self.settings.kernel_roots,
+                                   memory_bytes=self.settings.bench_memory_bytes)
             self.backends[key] = backend
         return backend
 

@@ -24,8 +24,8 @@ from workers.backends.subprocess_backend import SubprocessBackend
 
 
 class BackendFactory(Protocol):
-    def __call__(self, name: str, *, cache_dir: Path | None,
-                 kernel_roots: tuple[Path, ...]) -> Backend: ...
+    def __call__(self, name: str, *, cache_dir: Path | None, kernel_roots: tuple[Path, ...],
+                 memory_bytes: int | None = None) -> Backend: ...
 
 
 BACKENDS: Registry[BackendFactory] = Registry("backend", {
@@ -35,7 +35,9 @@ BACKENDS: Registry[BackendFactory] = Registry("backend", {
 
 
 def make_backend(name: str, *, cache_dir: Path | None = None,
-                 kernel_roots: tuple[Path, ...] = ()) -> Backend:
-    """The backend ``name`` (``ValueError`` for an unknown scheme or a malformed name)."""
+                 kernel_roots: tuple[Path, ...] = (), memory_bytes: int | None = None) -> Backend:
+    """The backend ``name`` (``ValueError`` for an unknown scheme or a malformed name);
+    ``memory_bytes``: the host-memory cap of its bench processes, if it has any."""
     scheme = name.split(":", 1)[0]
-    return BACKENDS.get(scheme)(name, cache_dir=cache_dir, kernel_roots=kernel_roots)
+    return BACKENDS.get(scheme)(name, cache_dir=cache_dir, kernel_roots=kernel_roots,
+                                memory_bytes=memory_bytes)

@@ -33,7 +33,7 @@ _FAILURES = {
 
 class ReplayBackend:
     def __init__(self, name: str, *, cache_dir: Path | None = None,
-                 kernel_roots: tuple[Path, ...] = ()) -> None:
+                 kernel_roots: tuple[Path, ...] = (), memory_bytes: int | None = None) -> None:
         self.name = name
         self._rec: Recording | None = None
         self._best_ms: float | None = None

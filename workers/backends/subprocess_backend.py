@@ -23,13 +23,14 @@ class SubprocessBackend:
     """A ``BenchProcess`` per backend instance; one instance serves one trial at a time."""
 
     def __init__(self, name: str, *, cache_dir: Path | None = None,
-                 kernel_roots: tuple[Path, ...] = ()) -> None:
+                 kernel_roots: tuple[Path, ...] = (), memory_bytes: int | None = None) -> None:
         if not NAMES.fullmatch(name):
             raise ValueError(f"malformed backend {name!r} (interpret, cuda, cuda:N or "
                              "compile:<gpu kind>)")
         self.name = name
         self.checks_only = name.startswith("compile:")
-        self.process = BenchProcess(name, cache_dir=cache_dir, kernel_roots=kernel_roots)
+        self.process = BenchProcess(name, cache_dir=cache_dir, kernel_roots=kernel_roots,
+                                    memory_bytes=memory_bytes)
 
     def start(self) -> None:
         self.process.start()
