@@ -54,6 +54,9 @@ class _Queue:
     def wait(self, timeout_s: float) -> None:
         return None
 
+    def epoch(self) -> str | None:
+        return None
+
     def close(self) -> None:
         return None
 
@@ -150,7 +153,43 @@ def test_a_takeover_waits_for_the_writer_it_replaces(pg):
         thread.join(timeout=1.0)
         assert thread.is_alive()  # the takeover waits for s1's transaction
     thread.join(timeout=30)
-    assert took == [False]  # s1 renewed its lease in that transaction: no takeover
+    assert took == [None]  # s1 renewed its lease in that transaction: no takeover
+
+
+def _finish_queued(sessions: so.sessionmaker[so.Session], job_id: int) -> None:
+    with sessions.begin() as session:  # workers' results arrive
+        session.execute(sa.update(Trial).where(Trial.job_id == job_id,
+                                               Trial.status == "queued").values(
+            status="ok", fraction=0.5, median_ms=1.0, finished_at=utcnow()))
+
+
+def test_a_scheduler_that_retakes_a_job_rebuilds_its_driver(pg):
+    """s1 drives, stalls; s2 takes the job over, drives it on and dies; s1 takes it back. Its
+    cached driver has missed s2's trials: it must rebuild from the database, or it would reuse
+    trial numbers (the unique constraint would stop it)."""
+    from tuner.control.scheduler import Scheduler
+
+    settings, sessions = pg
+    spec = _spec(20)
+    kernel = _kernel(settings, spec)
+    job_id = create_job(sessions, settings.db_url, spec, kernel).job_id
+    s1, s2 = (Scheduler(sessions, settings, _Queue(), name=n, kernel_loader=lambda _: kernel)
+              for n in ("s1", "s2"))
+    s1.tick()
+    assert job_id in s1.drivers
+    _expire_lease(sessions, job_id)  # s1 stalls …
+    for _ in range(3):  # … s2 takes over and drives on
+        _finish_queued(sessions, job_id)
+        s2.tick()
+    _expire_lease(sessions, job_id)  # s2 dies
+    _finish_queued(sessions, job_id)
+    s1.tick()  # s1 takes the job back
+    s1.tick()
+    with sessions() as session:
+        numbers = list(session.scalars(sa.select(Trial.number).where(Trial.job_id == job_id)))
+        owner = repo.get_job(session, job_id).driver_owner  # type: ignore[union-attr]
+    assert owner == "s1"
+    assert len(numbers) == len(set(numbers)) >= 8
 
 
 @pytest.mark.parametrize("bulk", [True, False], ids=["bulk", "public-api"])

@@ -9,6 +9,14 @@
 * ``exit``: ``os._exit(7)``; ``signal``: ``SIGSEGV`` to itself;
 * ``hang_compile``: the first call never returns; ``hang_run``: every call after the first hangs;
 * ``slow``: a correct kernel whose first call takes ``SLOW_S`` seconds (a trial to kill mid-way).
+
+Hostile kernels (``HOSTILE``), each its own spec:
+
+* ``spin``: a busy loop that never returns (a bench process to orphan);
+* ``probe``: reads ``/proc/<pid>/environ`` of every process of this user, its ancestors first,
+  and fails with what it found: ``probe: ancestors=… readable=… leaked=[…]``;
+* ``hog``: touches ``HOG_GIB`` GiB of host memory; ``gpu_oom``: CUDA's out-of-memory error;
+* ``linger``: a correct kernel whose first call takes ``LINGER_S`` seconds.
 """
 
 from __future__ import annotations
@@ -30,6 +38,43 @@ from tuner.kernels.spec import KernelSpec
 MODES = ("ok", "compile_error", "out_of_resources", "wrong_result", "exit", "signal",
          "hang_compile", "hang_run", "slow")
 SLOW_S = 2.0
+HOSTILE = ("spin", "probe", "hog", "gpu_oom", "linger")
+HOG_GIB = 1.5
+LINGER_S = 8.0
+#: What the probe looks for in other processes' environments.
+SECRET_MARKERS = ("TUNER_DB_URL", "TUNER_BROKER_URL", "s3cret-marker")
+
+
+def _ancestors() -> list[int]:
+    pids: list[int] = []
+    pid = os.getppid()
+    while pid > 1 and len(pids) < 32:
+        pids.append(pid)
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return pids
+
+
+def probe_secrets() -> str:
+    """Read every same-user process's environment; say what was readable and what leaked."""
+    ancestors = _ancestors()
+    others = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
+    readable, leaked = 0, []
+    for pid in ancestors + [p for p in others if p not in ancestors]:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                text = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        readable += 1
+        if any(marker in text for marker in SECRET_MARKERS):
+            leaked.append(pid)
+    own = [m for m in SECRET_MARKERS if any(m in v or m in k for k, v in os.environ.items())]
+    return (f"probe: ancestors={len(ancestors)} readable={readable} leaked={leaked} "
+            f"own={own}")
 
 
 @triton.jit
@@ -67,6 +112,18 @@ def launch(tensors, problem, config):
         time.sleep(3600)
     elif mode == "slow" and calls == 0:
         time.sleep(SLOW_S)
+    elif mode == "spin":
+        while True:
+            pass
+    elif mode == "probe":
+        raise RuntimeError(probe_secrets())
+    elif mode == "hog":
+        hog = torch.ones(int(HOG_GIB * 2**30 / 4))
+        tensors["_hog"] = hog
+    elif mode == "gpu_oom":
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 GiB")
+    elif mode == "linger" and calls == 0:
+        time.sleep(LINGER_S)
     n = problem["N"]
     _add[(triton.cdiv(n, block),)](tensors["x"], tensors["y"], n, BLOCK=block, DELTA=delta)
 
@@ -103,3 +160,8 @@ EXIT = PER_FAULT["exit"]
 SIGNAL = PER_FAULT["signal"]
 HANG_COMPILE = PER_FAULT["hang_compile"]
 HANG_RUN = PER_FAULT["hang_run"]
+SPIN = spec(("spin",), name="spin")
+PROBE = spec(("probe",), name="probe")
+HOG = spec(("hog",), name="hog")
+GPU_OOM = spec(("gpu_oom", "ok"), name="gpu-oom")
+LINGER = spec(("linger", "ok"), name="linger", max_block=1024)
