@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from typing import Any
+from typing import ClassVar
 
 import pytest
 
@@ -80,7 +81,7 @@ class _FakePynvml:
     """Two GPUs; NVML's index 0 is GPU-aaaa, whatever CUDA_VISIBLE_DEVICES says."""
 
     NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 0, 1, 0
-    CLOCKS = {"GPU-aaaa": 1980, "GPU-bbbb": 1410}
+    CLOCKS: ClassVar[dict[str, int]] = {"GPU-aaaa": 1980, "GPU-bbbb": 1410}
 
     def nvmlInit(self) -> None:
         return None

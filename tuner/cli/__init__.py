@@ -1,8 +1,10 @@
 """The ``tuner`` command line: one module per command group, each a thin layer that parses,
-calls the app (``tuner.app``) or a library function, and renders.
+calls the app (``tuner.app``) or a library function, and renders (``tuner.cli.commands``
+assembles them).
 
 Settings are read here, once, and passed down (``tuner.cli.common.settings_for``). Errors:
-see ``tuner.cli.common``.
+see ``tuner.cli.common``. Importing this package is light: ``main`` protects the process
+before the command modules are imported.
 """
 
 from __future__ import annotations
@@ -10,22 +12,7 @@ from __future__ import annotations
 import signal
 import sys
 from types import FrameType
-
-import typer
-
-from tuner.cli import advisor
-from tuner.cli import database
-from tuner.cli import fleet
-from tuner.cli import production
-from tuner.cli import tuning
-from tuner.cli import views
-
-app = typer.Typer(
-    name="tuner", no_args_is_help=True, add_completion=False,
-    help="Tune Triton kernels against their roofline; store every trial; serve the best config.",
-)
-for group in (tuning, fleet, views, production, advisor, database):
-    group.register(app)
+from typing import Any
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -33,17 +20,28 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def main() -> None:
-    """The ``tuner`` entry point. The process is made non-dumpable first (it may hold
-    credentials and it starts children that run user code: ``tuner.core.sandbox``), and
-    SIGTERM is a Ctrl-C: ``tuner tune`` cancels its job and stops its bench processes."""
+    """The ``tuner`` entry point. The process is made non-dumpable first, before anything
+    else is imported (it may hold credentials and it starts children that run user code:
+    ``tuner.core.sandbox``), and SIGTERM is a Ctrl-C: ``tuner tune`` cancels its job and
+    stops its bench processes."""
     from tuner.core.sandbox import protect_process
 
     protect_process()
     signal.signal(signal.SIGTERM, _interrupt)
+    from tuner.cli.commands import app
+
     try:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        from tuner.cli.commands import app
+
+        return app
+    raise AttributeError(name)
 
 
 __all__ = ["app", "main"]
