@@ -37,9 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", type=Path, default=None)
     parser.add_argument("--kernel-root", type=Path, action="append", default=[])
     args = parser.parse_args(argv)
+    from tuner.core.sandbox import confine
     from tuner.core.sandbox import die_with_starter
 
     die_with_starter()  # never outlive the worker (or ``tuner tune``) that started us
+    confine()  # no capability (when root) and no new privileges before any user code
 
     # Keep the protocol stream private: fd 1 becomes stderr for everything else.
     proto = os.fdopen(os.dup(1), "w", buffering=1)

@@ -26,9 +26,15 @@ MARKER_URL = "redis://:s3cret-marker@127.0.0.1:9/0"
 PROBE_SCRIPT = """
 import json, sys
 from pathlib import Path
+import subprocess
 from tuner.core.sandbox import protect_process
-if sys.argv[1] == "protect":
-    assert protect_process()
+if sys.argv[1] == "open":  # the probe in a plain child of an unprotected parent
+    out = subprocess.run([sys.executable, "-c", "from tests.kernels.fault_kernel import "
+                          "probe_secrets; print(probe_secrets())"], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    print(json.dumps({"status": "crashed", "error": out}))
+    sys.exit(0)
+assert protect_process()
 from tuner.core.types import BenchmarkRequest, TimingSettings
 from workers.bench_process import BenchProcess
 p = BenchProcess("interpret", cache_dir=Path(sys.argv[2]), kernel_roots=(Path(sys.argv[3]),))
@@ -59,8 +65,9 @@ def _leaked(error: str) -> list[int]:
 
 def test_the_probe_finds_credentials_of_an_unprotected_parent_and_none_of_a_protected_one(
         cache_dir):
-    """A/B: the same probe kernel, the same parent environment; only ``protect_process``
-    differs. The probe is sensitive (it finds the parent) and the defence holds."""
+    """A/B: the same probe, the same parent environment. Run in a plain child of an
+    unprotected parent it finds the credential (the probe is sensitive); run as a kernel in a
+    bench process (allowlisted, confined) of a protected parent it finds nothing."""
     opened = _probe(cache_dir, protect=False)
     assert _leaked(opened), opened  # the parent's environ was readable and held the marker
     protected = _probe(cache_dir, protect=True)

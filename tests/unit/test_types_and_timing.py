@@ -44,7 +44,7 @@ def test_measurement_decoding_refuses_values_optuna_must_not_see():
     with pytest.raises(ValueError, match="finite positive"):
         Measurement.from_json({"status": "ok", "median_ms": math.nan})
     with pytest.raises(ValueError, match="cannot have status"):
-        Measurement.from_json({"status": "invalid"})
+        Measurement.from_json({"status": "lost"})
     m = Measurement.from_json({"status": "timeout", "error": "x", "surprise": 1})
     assert m.status == "timeout" and m.median_ms is None
 

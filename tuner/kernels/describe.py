@@ -17,6 +17,22 @@ from pathlib import Path
 from typing import Any
 
 
+def _space_errors(kernel: Any, problem: dict[str, Any]) -> list[str]:
+    """The module's own constraints apply only here: say if they leave no config at all."""
+    from search_spaces import Context
+    from tuner.core.devices import CPU_KIND
+    from tuner.core.devices import DEVICES
+    from tuner.core.devices import target_limits
+
+    canonical = kernel.canonical_problem(problem)
+    for dtype in kernel.dtypes:
+        for kind in (CPU_KIND, *DEVICES):
+            ctx = Context(problem=canonical, dtype=dtype, target=target_limits(kind))
+            if kernel.space.default_config(ctx) is not None:
+                return []
+    return [f"the search space of {kernel.name} has no valid config for this problem"]
+
+
 def describe(ref: str, roots: tuple[Path, ...], problems: list[dict[str, Any]]) -> dict[str, Any]:
     from search_spaces.constraints import registered
     from tuner.kernels.registry import KernelError
@@ -33,7 +49,8 @@ def describe(ref: str, roots: tuple[Path, ...], problems: list[dict[str, Any]]) 
             "output": kernel.output, "tolerance": dict(kernel.tolerance),
             "example_problem": dict(kernel.example_problem), "max_dim": kernel.max_dim,
             "source_hash": kernel.source_hash(),
-            "problem_errors": [kernel.problem_errors(p) for p in problems],
+            "problem_errors": [kernel.problem_errors(p) or _space_errors(kernel, p)
+                               for p in problems],
         }
     except KernelError as exc:
         return {"error": str(exc)}
@@ -42,9 +59,11 @@ def describe(ref: str, roots: tuple[Path, ...], problems: list[dict[str, Any]]) 
 
 
 def main(argv: list[str] | None = None) -> int:
+    from tuner.core.sandbox import confine
     from tuner.core.sandbox import die_with_starter
 
     die_with_starter()
+    confine()
     parser = argparse.ArgumentParser(prog="tuner.kernels.describe")
     parser.add_argument("ref")
     parser.add_argument("--kernel-root", type=Path, action="append", default=[])

@@ -39,5 +39,5 @@ def make_backend(name: str, *, cache_dir: Path | None = None,
     """The backend ``name`` (``ValueError`` for an unknown scheme or a malformed name);
     ``memory_bytes``: the host-memory cap of its bench processes, if it has any."""
     scheme = name.split(":", 1)[0]
-    return BACKENDS.get(scheme)(name, cache_dir=cache_dir, kernel_roots=kernel_roots,
-                                memory_bytes=memory_bytes)
+    extra = {} if memory_bytes is None else {"memory_bytes": memory_bytes}
+    return BACKENDS.get(scheme)(name, cache_dir=cache_dir, kernel_roots=kernel_roots, **extra)
