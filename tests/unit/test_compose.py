@@ -49,7 +49,7 @@ def test_commands_are_valid_cli_invocations(service):
 def test_variables_are_the_ones_the_service_reads_and_documents():
     settings_source = (ROOT / "tuner" / "core" / "settings.py").read_text()
     readme = (ROOT / "README.md").read_text()
-    env = next(iter(OURS.values()))["environment"]
+    env = OURS["scheduler"]["environment"]
     assert {"TUNER_DB_URL", "TUNER_BROKER_URL"} <= set(env)
     for name in env:
         assert f'"{name}"' in settings_source, f"{name} is not read by Settings.from_env"
