@@ -9,7 +9,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -21,15 +20,6 @@ pytestmark = pytest.mark.integration
 
 SLOW = f"{FAULT_KERNEL}:SLOW"
 FAST = ["--backend", "interpret", "--rep-ms", "5", "--seed", "0"]
-
-
-@pytest.fixture()
-def fleet(postgres, redis_server, cache_dir, tmp_path) -> Iterator[Fleet]:
-    f = Fleet(postgres, redis_server, cache_dir, tmp_path)
-    try:
-        yield f
-    finally:
-        f.close()
 
 
 def _running_trial(fleet: Fleet, job_id: int) -> tuple[int, str]:

@@ -4,53 +4,22 @@ real PostgreSQL, real redis-server, real ``tuner worker``/``tuner scheduler`` pr
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from tests.conftest import FAULT_KERNEL
 from tests.conftest import ROOT
-from tests.integration.fleet import Fleet
+from tests.integration.processes import running
+from tests.integration.processes import wait_gone
 
 pytestmark = pytest.mark.integration
 
 FAST = ["--backend", "interpret", "--rep-ms", "5", "--seed", "0", "--confirm-top", "0"]
-
-
-@pytest.fixture()
-def fleet(postgres, redis_server, cache_dir, tmp_path) -> Iterator[Fleet]:
-    f = Fleet(postgres, redis_server, cache_dir, tmp_path)
-    try:
-        yield f
-    finally:
-        f.close()
-
-
-def _bench_pids() -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if b"workers.bench_child" in f.read():
-                        pids.append(int(entry))
-            except OSError:
-                continue
-    return pids
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_a_kernel_on_a_fleet_worker_reads_no_credential(fleet):
@@ -71,7 +40,7 @@ def test_a_kernel_on_a_fleet_worker_reads_no_credential(fleet):
 
 
 def test_kill_9_of_a_worker_kills_its_spinning_bench_process(fleet):
-    before = set(_bench_pids())
+    before = set(running(b"workers.bench_child"))
     fleet.start_worker("w1")
     fleet.start_scheduler()
     fleet.submit(f"{FAULT_KERNEL}:SPIN", "--shape", "N=100", "--trials", "1",
@@ -79,10 +48,10 @@ def test_kill_9_of_a_worker_kills_its_spinning_bench_process(fleet):
     fleet.wait(lambda: fleet.rows("SELECT count(*) FROM tuner_trials WHERE status = "
                                   "'running'")[0][0] == 1, 120, "the spinning trial")
     time.sleep(1.0)
-    spinning = [p for p in _bench_pids() if p not in before]
+    spinning = [p for p in running(b"workers.bench_child") if p not in before]
     assert spinning
     fleet.kill("w1", signal.SIGKILL)  # the worker's process group; bench children have theirs
-    fleet.wait(lambda: not any(_alive(p) for p in spinning), 15, "the bench process to die")
+    wait_gone(spinning)
 
 
 def test_a_forged_message_runs_nothing_it_names(fleet, tmp_path):

@@ -19,6 +19,8 @@ from tests.conftest import FAULT_KERNEL
 from tests.conftest import ROOT
 from tests.conftest import db_rows
 from tests.conftest import run_cli
+from tests.integration.processes import children
+from tests.integration.processes import wait_gone
 
 pytestmark = pytest.mark.integration
 
@@ -85,29 +87,6 @@ def test_tuner_tune_leaks_nothing_to_the_kernel(cli_env):
     assert _leaked(error) == [] and "own=[]" in error, error
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == pid:
-            out.append(int(entry))
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def _spinning_tune(cli_env) -> tuple[subprocess.Popen[str], int, str]:
     """``tuner tune`` of a kernel that spins for ever; returns it, its bench pid and its db."""
     proc = subprocess.Popen(
@@ -129,15 +108,8 @@ def _spinning_tune(cli_env) -> tuple[subprocess.Popen[str], int, str]:
         proc.kill()
         raise AssertionError(f"no running trial: {proc.communicate()[0]}")
     time.sleep(1.0)  # the bench process is inside the spinning launch
-    (bench,) = _children(proc.pid)
+    (bench,) = children(proc.pid)
     return proc, bench, db
-
-
-def _wait_gone(pid: int, timeout_s: float = 15) -> None:
-    deadline = time.monotonic() + timeout_s
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive(pid), f"bench process {pid} outlived its parent"
 
 
 def test_sigterm_of_tuner_tune_cancels_the_job_and_kills_its_spinning_bench_process(cli_env):
@@ -145,7 +117,7 @@ def test_sigterm_of_tuner_tune_cancels_the_job_and_kills_its_spinning_bench_proc
     os.kill(proc.pid, signal.SIGTERM)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, out
-    _wait_gone(bench)
+    wait_gone([bench])
     assert db_rows(db, "SELECT status FROM tuner_jobs")[0][0] == "cancelled"
     assert db_rows(db, "SELECT count(*) FROM tuner_trials WHERE status = 'running'")[0][0] == 0
 
@@ -154,7 +126,7 @@ def test_kill_9_of_tuner_tune_takes_its_bench_process_along_and_cancel_cleans_up
     proc, bench, db = _spinning_tune(cli_env)
     os.kill(proc.pid, signal.SIGKILL)  # the process only: its bench child has its own session
     proc.communicate(timeout=30)
-    _wait_gone(bench)
+    wait_gone([bench])
     job = db_rows(db, "SELECT id FROM tuner_jobs")[0][0]
     out = run_cli(["cancel", str(job)], cli_env, check=True)
     assert "cancel" in out.stdout.lower()
