@@ -21,6 +21,7 @@ from db import repository as repo
 from db.models import Problem
 from db.models import Trial
 from tuner.control.recording import JobIdentity
+from tuner.core.limits import BOUNDS
 from tuner.core.limits import spec_errors
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import JobSpec
@@ -132,9 +133,7 @@ def dead_letter(session: so.Session, ticket: Ticket, error: str) -> str:
     if t is None:
         return "no such trial"
     job = repo.get_job(session, t.job_id)
-    limit = DEFAULT_MAX_DELIVERIES
-    if job is not None:
-        raw = (job.spec or {}).get("max_attempts")
-        if isinstance(raw, int) and not isinstance(raw, bool) and 1 <= raw <= 20:
-            limit = raw
+    raw = (job.spec or {}).get("max_attempts") if job is not None else None
+    usable = raw is not None and BOUNDS["max_attempts"].error(raw) is None
+    limit = int(raw) if raw is not None and usable else DEFAULT_MAX_DELIVERIES
     return repo.fail_delivery(session, t.id, ticket.attempt, error[:2000], limit)

@@ -30,6 +30,8 @@ from tuner.kernels.spec import KernelSpec
 
 #: Seconds a description may take (importing torch and Triton is most of it).
 DESCRIBE_TIMEOUT_S = 180.0
+#: Descriptions kept per process (a long-lived scheduler sees many problems).
+MAX_CACHED = 512
 _CACHE: dict[tuple[str, float, tuple[str, ...], str], dict[str, Any]] = {}
 
 
@@ -62,6 +64,8 @@ def _describe(ref: str, roots: Sequence[Path], problems: Sequence[Mapping[str, A
                           + " | ".join(tail)) from None
     if "error" in data:
         raise KernelError(str(data["error"]))
+    if len(_CACHE) >= MAX_CACHED:
+        _CACHE.clear()
     _CACHE[key] = data
     return data
 
