@@ -43,6 +43,21 @@ def _xdg(var: str, fallback: str, env: Mapping[str, str]) -> Path:
     return Path(base) / "tuner"
 
 
+def _positive(env: Mapping[str, str], name: str, default: float) -> float:
+    """A positive, finite number from variable ``name`` (``default`` when unset);
+    ``ValueError`` naming the variable otherwise."""
+    text = env.get(name)
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{name}={text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name}={text!r} must be a positive, finite number")
+    return value
+
+
 def gib_bytes(gib: float) -> int:
     """``gib`` GiB in bytes; ``ValueError`` unless it is a finite number above zero."""
     if not math.isfinite(gib) or gib <= 0 or gib > 1 << 20:
@@ -89,12 +104,12 @@ class Settings:
             cache_dir=cache_dir,
             broker_url=env.get("TUNER_BROKER_URL") or "redis://127.0.0.1:6379/0",
             kernel_roots=roots,
-            heartbeat_s=float(env.get("TUNER_HEARTBEAT_S") or 10.0),
-            scheduler_lease_s=float(env.get("TUNER_SCHEDULER_LEASE_S") or 30.0),
-            republish_s=float(env.get("TUNER_REPUBLISH_S") or 300.0),
+            heartbeat_s=_positive(env, "TUNER_HEARTBEAT_S", 10.0),
+            scheduler_lease_s=_positive(env, "TUNER_SCHEDULER_LEASE_S", 30.0),
+            republish_s=_positive(env, "TUNER_REPUBLISH_S", 300.0),
             artifact_dir=Path(env["TUNER_ARTIFACT_DIR"]) if env.get("TUNER_ARTIFACT_DIR")
             else data_dir / "artifacts",
-            bench_memory_bytes=gib_bytes(float(env["TUNER_BENCH_MEMORY_GB"]))
+            bench_memory_bytes=gib_bytes(_positive(env, "TUNER_BENCH_MEMORY_GB", 0.0))
             if env.get("TUNER_BENCH_MEMORY_GB") else default_bench_memory(),
         )
 

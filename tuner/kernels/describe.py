@@ -54,7 +54,7 @@ def describe(ref: str, roots: tuple[Path, ...], problems: list[dict[str, Any]]) 
         }
     except KernelError as exc:
         return {"error": str(exc)}
-    except Exception as exc:  # user code: any failure is the user's to read
+    except (Exception, SystemExit) as exc:  # user code: any failure is the user's to read
         return {"error": f"{ref}: {type(exc).__name__}: {exc}"}
 
 
