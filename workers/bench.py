@@ -89,10 +89,12 @@ def run_request(device: BenchDevice, request: BenchmarkRequest, roots: tuple[Pat
         on_compiled(None)
         return Outcome(Measurement.failure(TrialStatus.COMPILE_ERROR, str(exc), **base))
     # Constraints the kernel's module registered itself were deferred where it is not
-    # imported (the scheduler, the CLI): this is where they apply.
+    # imported (the scheduler, the CLI): this is where they apply. A config outside the
+    # space's domain is left to fail as it would (the backend contract's bad configs).
     ctx = Context(problem=dict(request.problem), dtype=request.dtype,
                   target=target_limits(request.device_kind))
-    violations = kernel.space.violations(request.params, ctx)
+    violations = [] if kernel.space.domain_errors(request.params) else \
+        kernel.space.violations(request.params, ctx)
     if violations:
         on_compiled(None)
         return Outcome(Measurement.failure(TrialStatus.INVALID, "; ".join(violations), **base))
