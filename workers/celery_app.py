@@ -17,18 +17,23 @@ from urllib.parse import urlparse
 
 from celery import Celery
 
+from tuner.core.limits import BOUNDS
 from tuner.core.settings import Settings
 from tuner.core.types import BenchmarkRequest
 
 BENCH_TASK = "tuner.bench"
 CPU_QUEUE = "cpu"
-#: Seconds a delivered, unacknowledged message stays invisible before Redis hands it out again.
-#: Far above any task's hard time limit, so a running task is never delivered twice.
-VISIBILITY_TIMEOUT_S = 3600
 #: Seconds added to a trial's timeouts for the task's soft limit (bench process start-up and
 #: calibration, database writes), and between the soft and the hard limit.
 TASK_SLACK_S = 180
 HARD_AFTER_SOFT_S = 60
+#: Seconds a delivered, unacknowledged message stays invisible before Redis hands it out again:
+#: above the hard time limit of the longest task the job bounds allow (``tuner.core.limits``),
+#: so a running task is never delivered twice (a second delivery would still stop at the claim).
+#: A message of a worker that died unacknowledged is not waited for: the scheduler requeues its
+#: trial when the heartbeats stop, and the late copy is dropped at the claim.
+VISIBILITY_TIMEOUT_S = int(BOUNDS["compile_timeout_s"].high + BOUNDS["run_timeout_s"].high
+                           + TASK_SLACK_S + HARD_AFTER_SOFT_S + 3600)
 
 app = Celery("tuner", include=["workers.tasks"])
 

@@ -4,6 +4,7 @@ real PostgreSQL, real redis-server, real ``tuner worker``/``tuner scheduler`` pr
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -69,6 +70,7 @@ def test_a_forged_message_runs_nothing_it_names(fleet, tmp_path):
               "backend": "interpret", "device_kind": "cpu"}
     code = f"""
 import json
+import os
 from celery import Celery
 app = Celery(broker={fleet.redis.url!r})
 app.send_task("tuner.bench", args=[json.loads({json.dumps(forged)!r})], queue="cpu")
@@ -151,3 +153,28 @@ def test_a_database_outage_does_not_make_live_workers_vanished(fleet):
     fleet.assert_exactly_once(job)
     attempts = fleet.rows("SELECT attempt FROM tuner_trials WHERE job_id = :j", j=job)
     assert all(a == 1 for (a,) in attempts), attempts  # nothing re-run for a false vanish
+
+
+def test_a_frozen_worker_loses_its_trial_and_its_late_result_is_refused(fleet):
+    """Checklist #14: SIGSTOP a worker mid-trial past the heartbeat grace; its trial is
+    requeued and finished by another worker; after SIGCONT its late result is refused without
+    a crash, and every trial is recorded once."""
+    fleet.start_worker("w1")
+    fleet.start_scheduler()
+    job = fleet.submit(f"{FAULT_KERNEL}:LINGER", "--shape", "N=1000", "--trials", "1",
+                       "--sampler", "grid", *FAST)
+    fleet.wait(lambda: fleet.rows("SELECT count(*) FROM tuner_trials WHERE job_id = :j AND "
+                                  "status = 'running'", j=job)[0][0] == 1, 120, "a running trial")
+    frozen = fleet.procs["w1"]
+    os.killpg(frozen.pid, signal.SIGSTOP)
+    try:
+        fleet.start_worker("w2")
+        fleet.wait(lambda: fleet.rows("SELECT max(attempt) FROM tuner_trials WHERE job_id = :j",
+                                      j=job)[0][0] == 2, 60, "the trial requeued")
+        fleet.wait_finished(job, timeout_s=120)
+    finally:
+        os.killpg(frozen.pid, signal.SIGCONT)
+    fleet.wait(lambda: "arrived after the trial moved on" in fleet.log("w1"), 60,
+               "the thawed worker's late result refused")
+    assert frozen.poll() is None  # no crash
+    fleet.assert_exactly_once(job)

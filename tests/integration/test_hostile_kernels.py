@@ -181,3 +181,47 @@ def test_out_of_bounds_options_are_one_error_line_on_every_database(
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert text in proc.stderr and "Traceback" not in proc.stderr + proc.stdout
     assert len([line for line in proc.stderr.splitlines() if line.strip()]) == 1, proc.stderr
+
+
+def test_an_in_place_kernel_is_checked_on_fresh_inputs_before_it_is_timed(cache_dir):
+    """Checklist #9: ``x += 1`` changes its own input on every timed call; the correctness
+    check ran on the first call with fresh inputs, so it passes."""
+    from tuner.core.types import BenchmarkRequest
+    from tuner.core.types import TimingSettings
+    from workers.bench_process import BenchProcess
+
+    proc = BenchProcess("interpret", cache_dir=cache_dir, kernel_roots=(ROOT,))
+    try:
+        m = proc.run(BenchmarkRequest(
+            trial_id=1, attempt=1, job_id=1, kernel=f"{FAULT_KERNEL}:IN_PLACE",
+            problem={"N": 1000}, dtype="fp32", params={"BLOCK": 64}, backend="interpret",
+            device_kind="cpu", timing=TimingSettings(0, 5, 5, 10)))
+    finally:
+        proc.close()
+    assert m.status == "ok" and m.max_rel_error == 0.0 and m.n >= 5, m.error
+
+
+INJECTION = "x'); DROP TABLE tuner_trials;--"
+
+
+def test_sql_injection_shaped_names_are_stored_verbatim(cli_env, tmp_path):
+    """Checklist #21: a kernel name and an idempotency key shaped like SQL injection are stored
+    and read back as written, and every table is still there."""
+    module = tmp_path / "odd_names.py"
+    module.write_text("from tests.kernels.fault_kernel import spec\n"
+                      f"ODD = spec(('ok',), name={INJECTION!r})\n")
+    env = {**cli_env, "TUNER_KERNEL_ROOTS": f"{ROOT}:{tmp_path}", "PYTHONPATH": str(ROOT)}
+    run_cli(["tune", "--kernel", f"{module}:ODD", "--shape", "N=100", "--trials", "1",
+             "--backend", "interpret", "--rep-ms", "5", "--confirm-top", "0"], env, check=True)
+    run_cli(["submit", "--kernel", f"{module}:ODD", "--shape", "N=100", "--backend",
+             "interpret", "--idempotency-key", INJECTION], env, check=True)
+    db = f"sqlite:///{Path(cli_env['TUNER_DATA_DIR']) / 'tuner.db'}"
+    kernels = {k for (k,) in db_rows(db, "SELECT kernel FROM tuner_jobs")}
+    assert kernels == {INJECTION}
+    assert db_rows(db, "SELECT idempotency_key FROM tuner_jobs WHERE idempotency_key "
+                       "IS NOT NULL")[0][0] == INJECTION
+    assert db_rows(db, "SELECT count(*) FROM tuner_trials")[0][0] >= 1  # the table is intact
+    assert any(INJECTION in name for (name,) in db_rows(db, "SELECT study_name FROM studies"))
+    best = run_cli(["best", INJECTION, "--shape", "N=100", "--dtype", "fp32",
+                    "--device-kind", "cpu"], env)
+    assert best.returncode == 0 and "BLOCK" in best.stdout, best.stdout + best.stderr

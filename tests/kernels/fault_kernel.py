@@ -165,3 +165,19 @@ PROBE = spec(("probe",), name="probe")
 HOG = spec(("hog",), name="hog")
 GPU_OOM = spec(("gpu_oom", "ok"), name="gpu-oom")
 LINGER = spec(("linger", "ok"), name="linger", max_block=1024)
+
+
+def _launch_in_place(tensors, problem, config):  # type: ignore[no-untyped-def]
+    """``x += 1`` in place: every call changes the input it reads (checklist #9)."""
+    n = problem["N"]
+    _add[(triton.cdiv(n, config["BLOCK"]),)](tensors["x"], tensors["x"], n,
+                                              BLOCK=config["BLOCK"], DELTA=1.0)
+
+
+IN_PLACE = KernelSpec(
+    name="in-place", description="x += 1, in place", dims=("N",), dtypes=("fp32",),
+    space=SearchSpace(name="in-place", params=(PowerOfTwo("BLOCK", 16, 64),)),
+    make_inputs=lambda p, d, s, dev: {"x": make_inputs(p, d, s, dev)["x"]},
+    launch=_launch_in_place, reference=lambda t, p: t["x"] + 1.0, output="x",
+    flops=lambda p, d: float(p["N"]), min_bytes=lambda p, d: 8.0 * p["N"],
+    tolerance={"fp32": 1e-6}, example_problem={"N": 1000})

@@ -123,3 +123,26 @@ def test_the_dashboard_refuses_writes_unless_allowed():
         guarded({"REQUEST_METHOD": method}, lambda status, headers: statuses.append(status))
     assert calls == ["GET", "HEAD"]
     assert statuses[2:] == ["405 Method Not Allowed"] * 4
+
+
+def test_no_task_the_bounds_allow_outlives_the_visibility_timeout():
+    """Checklist #12: the longest task a job may ask for is acknowledged before Redis would
+    hand its message to another worker (a second delivery would still stop at the claim:
+    ``test_fleet_faults.py::test_same_message_delivered_twice``)."""
+    from tuner.core.limits import BOUNDS
+    from tuner.core.types import BenchmarkRequest
+    from workers.celery_app import VISIBILITY_TIMEOUT_S
+    from workers.celery_app import celery_config
+    from workers.celery_app import time_limits
+
+    longest = BenchmarkRequest(
+        trial_id=1, attempt=1, job_id=1, kernel="matmul", problem={}, dtype="fp16",
+        params={}, backend="cuda", device_kind="h100-sxm",
+        compile_timeout_s=BOUNDS["compile_timeout_s"].high,
+        run_timeout_s=BOUNDS["run_timeout_s"].high)
+    soft, hard = time_limits(longest)
+    assert soft < hard < VISIBILITY_TIMEOUT_S
+    from tuner.core.settings import Settings
+
+    config = celery_config(Settings(db_url="sqlite://", cache_dir=None))  # type: ignore[arg-type]
+    assert config["broker_transport_options"]["visibility_timeout"] == VISIBILITY_TIMEOUT_S
