@@ -3,7 +3,8 @@ user's kernel file in a sandboxed child and print what the service needs to know
 one JSON line (``tuner.kernels.isolated`` starts it; nothing else should).
 
 Output: ``{"name", "description", "dims", "dtypes", "space", "constraint_docs", "output",
-"tolerance", "example_problem", "max_dim", "source_hash", "problem_errors"}`` or
+"tolerance", "example_problem", "max_dim", "source_hash", "checks_problems",
+"problem_errors"}`` or
 ``{"error": "..."}``. Anything the module prints goes to stderr.
 """
 
@@ -49,6 +50,8 @@ def describe(ref: str, roots: tuple[Path, ...], problems: list[dict[str, Any]]) 
             "output": kernel.output, "tolerance": dict(kernel.tolerance),
             "example_problem": dict(kernel.example_problem), "max_dim": kernel.max_dim,
             "source_hash": kernel.source_hash(),
+            "checks_problems": kernel.problem_check is not None
+            or kernel.tensor_elements is not None,
             "problem_errors": [kernel.problem_errors(p) or _space_errors(kernel, p)
                                for p in problems],
         }

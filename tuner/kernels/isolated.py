@@ -23,6 +23,7 @@ from typing import Any
 
 from search_spaces import SearchSpace
 from search_spaces.constraints import defer
+from search_spaces.constraints import is_deferred
 from search_spaces.constraints import registered
 from tuner.core.sandbox import sandbox_environment
 from tuner.kernels.spec import KernelError
@@ -81,12 +82,16 @@ def isolated_kernel(ref: str, roots: Sequence[Path]) -> KernelSpec:
     """The ``KernelSpec`` of the user kernel ``path.py:NAME``, described in a sandbox."""
     data = _describe(ref, roots)
     known = registered()
-    for name, doc in dict(data.get("constraint_docs", {})).items():
-        if name not in known:
-            defer(str(name), str(doc))
+    own = [n for n in dict(data.get("constraint_docs", {})) if n not in known or is_deferred(n)]
+    for name in own:
+        defer(str(name), str(data["constraint_docs"][name]))
 
     def problem_check(problem: Mapping[str, Any]) -> list[str]:
         return [str(e) for e in _describe(ref, roots, [problem])["problem_errors"][0]]
+
+    # Only what the module's own code decides needs a second sandboxed child per problem: its
+    # problem check, its tensor sizes, its own constraints; the rest is checked here.
+    remote_check = bool(data.get("checks_problems")) or bool(own)
 
     return KernelSpec(
         name=str(data["name"]), description=str(data["description"]),
@@ -96,5 +101,5 @@ def isolated_kernel(ref: str, roots: Sequence[Path]) -> KernelSpec:
         reference=_only_in_bench("reference"), output=str(data["output"]),
         flops=_only_in_bench("flops"), min_bytes=_only_in_bench("min_bytes"),
         tolerance=dict(data["tolerance"]), example_problem=dict(data["example_problem"]),
-        max_dim=int(data["max_dim"]), problem_check=problem_check,
+        max_dim=int(data["max_dim"]), problem_check=problem_check if remote_check else None,
         known_source_hash=str(data["source_hash"]))
