@@ -19,7 +19,6 @@ from typing import Any
 import sqlalchemy.orm as so
 
 from db import repository as repo
-from db.models import Trial
 from db.models import utcnow
 from db.retry import is_transient
 from db.retry import retry_db
@@ -110,18 +109,15 @@ class TrialWorker:
     def dead_letter(self, ticket: Ticket, exc: BaseException) -> None:
         error = f"{type(exc).__name__}: {exc}"
 
-        def store() -> str:
+        def store() -> tuple[str, int | None]:
             with self.sessions.begin() as session:
                 return dead_letter(session, ticket, error)
 
-        outcome = retry_db(store, deadline_s=RECORD_DEADLINE_S, what="dead-lettering")
+        outcome, job_id = retry_db(store, deadline_s=RECORD_DEADLINE_S, what="dead-lettering")
         log.error("%s %s attempt %s cannot run (%s): %s", ticket.mode, ticket.ref,
                   ticket.attempt, outcome, error[:500])
-        if self.on_finished is not None and ticket.mode != "confirm":
-            with self.sessions() as session:
-                t = session.get(Trial, ticket.ref)
-            if t is not None:
-                self.on_finished(t.job_id)
+        if self.on_finished is not None and job_id is not None:
+            self.on_finished(job_id)
 
     def handle(self, request: BenchmarkRequest) -> None:
         if request.mode == "check":

@@ -124,16 +124,17 @@ def load_request(session: so.Session, ticket: Ticket) -> BenchmarkRequest | None
     return request if request.mode == ticket.mode else None
 
 
-def dead_letter(session: so.Session, ticket: Ticket, error: str) -> str:
-    """Record a delivery that failed for good; returns what became of the trial."""
+def dead_letter(session: so.Session, ticket: Ticket, error: str) -> tuple[str, int | None]:
+    """Record a delivery that failed for good; returns what became of the trial and the id
+    of its job (``None`` for a confirmation or an unknown trial)."""
     if ticket.mode == "confirm":
         repo.update_problem(session, ticket.ref, confirm_status="skipped")
-        return "confirmation skipped"
+        return "confirmation skipped", None
     t = session.get(Trial, ticket.ref)
     if t is None:
-        return "no such trial"
+        return "no such trial", None
     job = repo.get_job(session, t.job_id)
     raw = (job.spec or {}).get("max_attempts") if job is not None else None
     usable = raw is not None and BOUNDS["max_attempts"].error(raw) is None
     limit = int(raw) if raw is not None and usable else DEFAULT_MAX_DELIVERIES
-    return repo.fail_delivery(session, t.id, ticket.attempt, error[:2000], limit)
+    return repo.fail_delivery(session, t.id, ticket.attempt, error[:2000], limit), t.job_id
