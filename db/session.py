@@ -53,8 +53,10 @@ def sqlite_path(url: str) -> Path | None:
     return Path(u.database)
 
 
-def make_engine(url: str, *, create_parent: bool = True) -> sa.Engine:
-    """An engine for ``url``; for SQLite the parent folder is created when asked."""
+def make_engine(url: str, *, create_parent: bool = True,
+                connect_timeout_s: int | None = None) -> sa.Engine:
+    """An engine for ``url``; for SQLite the parent folder is created when asked.
+    ``connect_timeout_s``: give up connecting to PostgreSQL after this many seconds."""
     try:
         u = make_url(normalise_url(url))
     except sa.exc.ArgumentError as exc:
@@ -63,7 +65,11 @@ def make_engine(url: str, *, create_parent: bool = True) -> sa.Engine:
     if path is not None and create_parent:
         path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        engine = sa.create_engine(u, **engine_kwargs(url))
+        kwargs = engine_kwargs(url)
+        if connect_timeout_s is not None and u.get_backend_name() == "postgresql":
+            kwargs["connect_args"] = {**kwargs.get("connect_args", {}),
+                                      "connect_timeout": connect_timeout_s}
+        engine = sa.create_engine(u, **kwargs)
     except (sa.exc.ArgumentError, ImportError, sa.exc.NoSuchModuleError) as exc:
         raise DatabaseError(f"unsupported database URL {url!r}: {exc}") from None
     if u.get_backend_name() == "sqlite":

@@ -5,9 +5,14 @@ source="best.json")``). Layout (``schema`` 1)::
 
     {"schema": 1, "exported_at": "...", "source": "<db url, password hidden>",
      "configs": [{"kernel", "problem", "problem_key", "problem_hash", "dtype", "device_kind",
-                  "backend", "config", "fraction", "median_ms", "fingerprint", "trial_id",
-                  "job_id", "updated_at"}, ...],
+                  "backend", "config", "triton", "fraction", "median_ms", "fingerprint",
+                  "trial_id", "job_id", "updated_at"}, ...],
      "defaults": {"<kernel>": <the space's first seed config>, ...}}
+
+``config`` is the flat form ``best_config`` serves (meta-parameters and launch options side by
+side); ``triton`` is the same config in the shape ``triton.Config`` takes —
+``{"kwargs": {...meta-parameters}, "num_warps": 8, "num_stages": 3}`` (plus ``num_ctas`` and
+``maxnreg`` when tuned) — so ``triton.Config(**entry["triton"])`` launches it exactly.
 
 ``python_module`` renders the same configs as a self-contained Python module.
 """
@@ -21,6 +26,16 @@ from pathlib import Path
 from typing import Any
 
 EXPORT_SCHEMA = 1
+#: Parameters that are launch options of ``triton.Config``, not kernel meta-parameters.
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+
+
+def triton_form(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` split the way ``triton.Config(**form)`` takes it (see the module docstring)."""
+    form: dict[str, Any] = {"kwargs": {k: v for k, v in config.items()
+                                       if k not in LAUNCH_OPTIONS}}
+    form.update({k: int(config[k]) for k in LAUNCH_OPTIONS if config.get(k) is not None})
+    return form
 
 
 def export_rows(rows: Sequence[Any], source: str) -> dict[str, Any]:
@@ -33,7 +48,8 @@ def export_rows(rows: Sequence[Any], source: str) -> dict[str, Any]:
             {
                 "kernel": r.kernel, "problem": r.problem, "problem_key": r.problem_key,
                 "problem_hash": r.problem_hash, "dtype": r.dtype, "device_kind": r.device_kind,
-                "backend": r.backend, "config": r.config, "fraction": r.fraction,
+                "backend": r.backend, "config": r.config, "triton": triton_form(r.config),
+                "fraction": r.fraction,
                 "median_ms": r.median_ms, "fingerprint": r.fingerprint, "trial_id": r.trial_id,
                 "job_id": r.job_id, "updated_at": r.updated_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
             }
@@ -69,7 +85,9 @@ Exported at {exported_at} from {source}.
 
 Self-contained: no import of the tuning service. ``best_config`` returns the config tuned for
 exactly this problem, else the one tuned for the problem nearest in log space (same kernel,
-dtype and, when given, device kind), else ``None``. Do not edit: re-export instead.
+dtype and, when given, device kind), else ``None``; ``triton_config`` returns the same config
+as a ``triton.Config`` (meta-parameters as kwargs, warps and stages as launch options). Do not
+edit: re-export instead.
 """
 
 from __future__ import annotations
@@ -93,6 +111,17 @@ def best_config(kernel, problem, dtype, device_kind=None):
         if best is None or rank < best[0]:
             best = (rank, config)
     return None if best is None else dict(best[1])
+
+
+def triton_config(kernel, problem, dtype, device_kind=None):
+    """``best_config`` as a ``triton.Config``, or ``None``."""
+    import triton
+
+    config = best_config(kernel, problem, dtype, device_kind)
+    if config is None:
+        return None
+    launch = {{k: int(config.pop(k)) for k in {launch_options!r} if config.get(k) is not None}}
+    return triton.Config(config, **launch)
 '''
 
 
@@ -106,4 +135,5 @@ def python_module(document: dict[str, Any]) -> str:
     }
     lines = ["{"] + [f"    {k!r}: {v!r}," for k, v in sorted(configs.items(), key=repr)] + ["}"]
     return PYTHON_TEMPLATE.format(exported_at=document["exported_at"],
-                                  source=document["source"], configs="\n".join(lines))
+                                  source=document["source"], configs="\n".join(lines),
+                                  launch_options=LAUNCH_OPTIONS)

@@ -9,53 +9,99 @@ exported JSON file, trying in order:
 3. ``nearest``: the tuned problem nearest in log space (Σ (ln a − ln b)² over the dimensions);
 4. ``default``: the ``default`` argument, else the kernel's default of an export file.
 
-With ``device_kind=None`` the best entry of any kind serves. The answer is a ``TunedConfig``:
-a plain dict of parameters that also says which tier served it, for which problem it was
-tuned, and whether its fingerprint still matches this process (``stale`` and the reasons:
-another Triton or torch version, a changed kernel source file).
+**Which device.** ``device_kind=None`` means this process's device
+(``tuner.core.local_device``: ``TUNER_DEVICE_KIND``, torch's current GPU, NVML, else ``cpu``),
+or, when that found no device for certain (torch not imported yet, no NVML), the single device
+kind of an export file that holds one. Serving a config tuned on another kind needs
+``device_kind="any"``, and then the answer says so (``crossed`` True and a stale reason naming
+both kinds).
+
+**Never fails.** No database, an unreachable one, a missing or corrupt export: the answer is the
+default (or ``None``), with one ``RuntimeWarning`` per process and source; the source is not
+tried again in this process (``clear_cache()`` retries). A PostgreSQL source gets a 3-second
+connect timeout, so a lookup never blocks for long.
+
+The answer is a ``TunedConfig``: a plain dict of parameters that also says which tier served
+it, for which problem and device kind it was tuned, and whether its fingerprint still matches
+this process (``stale`` and ``stale_reasons``, computed on first access: ``tuner.staleness``).
 
 Each (source, kernel, dtype) is loaded once; answers are cached per process, so only the first
-call for a key does I/O and the hot path is a dict lookup and a copy. Importing this module
-imports neither Optuna, Celery, torch nor Triton (SQLAlchemy only for a database source).
+call for a key does I/O and the hot path is a dict lookup and a copy. The default source
+(``TUNER_BEST_CONFIGS``, else the service database) is resolved once, at the first call.
+Importing this module imports neither Optuna, Celery, torch nor Triton (SQLAlchemy only for a
+database source).
 """
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 import math
 import os
 import threading
+import warnings
 from collections.abc import Callable
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tuner.core.local_device import local_device_kind
 from tuner.core.types import problem_hash
+
+#: ``device_kind`` value that accepts a config tuned on any kind of device (the answer says so).
+ANY_DEVICE = "any"
+#: Seconds a PostgreSQL source may take to accept a connection.
+CONNECT_TIMEOUT_S = 3
 
 _CACHE: dict[tuple[Any, ...], TunedConfig | None] = {}
 _ENTRIES: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
 _FILES: dict[str, dict[str, Any]] = {}
-_LOCK = threading.Lock()
+_FAILED: dict[str, str] = {}
+_SOURCE: list[str] = []
+_LOCK = threading.RLock()
 
 
 class TunedConfig(dict[str, Any]):
-    """The parameters to launch with (a dict), and where they came from (attributes)."""
+    """The parameters to launch with (a dict), and where they came from (attributes):
+    ``tier``, ``problem`` and ``device_kind`` it was tuned for, its roofline ``fraction``,
+    ``crossed`` (tuned on another device kind than the one asked for), and ``stale`` /
+    ``stale_reasons`` (computed on first access)."""
 
     tier: str
     problem: dict[str, int] | None
     device_kind: str | None
     fraction: float | None
-    stale: bool | None
-    stale_reasons: list[str]
+    crossed: bool
+    #: The stored entry this answer came from (shared by copies: staleness is computed once).
+    entry: dict[str, Any] | None
+    kernel: str
 
     def copy(self) -> TunedConfig:  # type: ignore[override]
         clone = TunedConfig(self)
         clone.__dict__.update(self.__dict__)
         return clone
 
+    @property
+    def stale_reasons(self) -> list[str]:
+        entry = self.entry
+        if entry is None:
+            return []
+        if "_stale_reasons" not in entry:
+            from tuner.staleness import stale_reasons
+
+            reasons = stale_reasons(self.kernel, entry["device_kind"],
+                                    entry.get("fingerprint") or {})
+            if self.crossed:
+                reasons.insert(0, f"tuned on {entry['device_kind']}, "
+                                  f"this process runs on {local_device_kind()}")
+            entry["_stale_reasons"] = reasons
+        return list(entry["_stale_reasons"])
+
+    @property
+    def stale(self) -> bool | None:
+        return None if self.entry is None else bool(self.stale_reasons)
+
 
 def default_source(env: Mapping[str, str] | None = None) -> str:
+    """``TUNER_BEST_CONFIGS`` (an export file or a database URL), else the service database."""
     env = os.environ if env is None else env
     if env.get("TUNER_BEST_CONFIGS"):
         return env["TUNER_BEST_CONFIGS"]
@@ -89,7 +135,9 @@ def _read_file(source: str) -> dict[str, Any]:
 
 
 def stored_entries(source: str, kernel: str, dtype: str) -> list[dict[str, Any]]:
-    """Every stored best config of (kernel, dtype) in ``source`` (loaded once per process)."""
+    """Every stored best config of (kernel, dtype) in ``source`` (loaded once per process).
+
+    Raises when the source cannot be read; ``best_config`` turns that into its default."""
     key = (source, kernel, dtype)
     if key in _ENTRIES:
         return _ENTRIES[key]
@@ -107,8 +155,12 @@ def _from_db(source: str, kernel: str, dtype: str) -> list[dict[str, Any]]:
     from db.session import is_missing_tables
     from db.session import make_engine
     from db.session import session_factory
+    from db.session import sqlite_path
 
-    engine = make_engine(source, create_parent=False)
+    path = sqlite_path(source)
+    if path is not None and not path.is_file():
+        raise FileNotFoundError(f"no database at {path}")  # never create one by reading
+    engine = make_engine(source, create_parent=False, connect_timeout_s=CONNECT_TIMEOUT_S)
     try:
         with session_factory(engine)() as session:
             rows = repo.best_configs_of(session, kernel, dtype)
@@ -123,45 +175,13 @@ def _from_db(source: str, kernel: str, dtype: str) -> list[dict[str, Any]]:
         engine.dispose()
 
 
-# -- fingerprints ---------------------------------------------------------------------------
-_VERSIONS: dict[str, str | None] = {}
-
-
-def _version(package: str) -> str | None:
-    if package not in _VERSIONS:
-        try:
-            _VERSIONS[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            _VERSIONS[package] = None
-    return _VERSIONS[package]
-
-
-def _kernel_file(kernel: str) -> Path | None:
-    """The file whose hash the service stored for a built-in kernel (found, not imported)."""
-    from tuner.kernels.names import builtin_module
-
-    module = builtin_module(kernel)
-    if module is None:
-        return None
-    spec = importlib.util.find_spec(module)
-    return Path(spec.origin) if spec and spec.origin else None
-
-
-def stale_reasons(kernel: str, fingerprint: Mapping[str, Any]) -> list[str]:
-    """Why a stored fingerprint no longer matches this process (empty: it matches)."""
-    reasons = []
-    for package in ("triton", "torch"):
-        stored, here = fingerprint.get(package), _version(package)
-        if stored and here and str(stored).split("+")[0] != here.split("+")[0]:
-            reasons.append(f"{package} {stored} → {here}")
-    path = _kernel_file(kernel)
-    stored_hash = fingerprint.get("kernel_source_hash")
-    if path is not None and stored_hash and path.is_file():
-        from search_spaces.canonical import stable_hash
-
-        if stable_hash(path.read_text()) != stored_hash:
-            reasons.append(f"kernel source {path.name} changed")
-    return reasons
+def _warn_once(source: str, exc: BaseException) -> None:
+    if source in _FAILED:
+        return
+    shown = source if _is_file_source(source) else source.split("@")[-1]  # no password
+    _FAILED[source] = f"{type(exc).__name__}: {exc}"
+    warnings.warn(f"tuner: cannot read tuned configs from {shown} ({_FAILED[source]}); "
+                  "serving defaults", RuntimeWarning, stacklevel=4)
 
 
 # -- tiers ----------------------------------------------------------------------------------
@@ -189,30 +209,56 @@ def _choose(entries: list[dict[str, Any]], problem: Mapping[str, int],
     return None
 
 
+def _default_kind(source: str) -> str:
+    """This process's device kind, or an export's single kind when this process's is a guess."""
+    from tuner.core.local_device import device_is_known
+
+    if not device_is_known() and _is_file_source(source):
+        kinds = {e["device_kind"] for e in _read_file(source)["configs"]}
+        if len(kinds) == 1:
+            return str(kinds.pop())
+    return local_device_kind()
+
+
+def _tuned(source: str, kernel: str, problem: Mapping[str, int], dtype: str,
+           device_kind: str | None, bucket: str) -> TunedConfig | None:
+    """The tuned tiers' answer; raises when the source cannot be read."""
+    entries = stored_entries(source, kernel, dtype)
+    wanted = device_kind if device_kind is not None else _default_kind(source)
+    if wanted != ANY_DEVICE:
+        entries = [e for e in entries if e["device_kind"] == wanted]
+    chosen = _choose(entries, problem, BUCKETS[bucket])
+    if chosen is None:
+        return None
+    tier, entry = chosen
+    answer = TunedConfig(entry["config"])
+    answer.tier, answer.problem, answer.kernel = tier, dict(entry["problem"]), kernel
+    answer.device_kind, answer.fraction = entry["device_kind"], entry["fraction"]
+    answer.crossed = wanted == ANY_DEVICE and entry["device_kind"] != local_device_kind()
+    answer.entry = entry
+    return answer
+
+
 def _answer(source: str, kernel: str, problem: Mapping[str, int], dtype: str,
             device_kind: str | None, bucket: str, default: Mapping[str, Any] | None,
             ) -> TunedConfig | None:
     if bucket not in BUCKETS:
         raise ValueError(f"unknown bucket {bucket!r} (choose from {', '.join(BUCKETS)})")
-    entries = stored_entries(source, kernel, dtype)
-    if device_kind is not None:
-        entries = [e for e in entries if e["device_kind"] == device_kind]
-    chosen = _choose(entries, problem, BUCKETS[bucket])
-    if chosen is not None:
-        tier, entry = chosen
-        answer = TunedConfig(entry["config"])
-        answer.tier, answer.problem = tier, dict(entry["problem"])
-        answer.device_kind, answer.fraction = entry["device_kind"], entry["fraction"]
-        answer.stale_reasons = stale_reasons(kernel, entry.get("fingerprint") or {})
-        answer.stale = bool(answer.stale_reasons)
-        return answer
-    if default is None and _is_file_source(source):
-        default = _read_file(source).get("defaults", {}).get(kernel)
+    readable = source not in _FAILED
+    if readable:
+        try:
+            answer = _tuned(source, kernel, problem, dtype, device_kind, bucket)
+            if answer is not None:
+                return answer
+            if default is None and _is_file_source(source):
+                default = _read_file(source).get("defaults", {}).get(kernel)
+        except Exception as exc:  # production must keep running: the default serves
+            _warn_once(source, exc)
     if default is None:
         return None
     answer = TunedConfig(default)
     answer.tier, answer.problem, answer.device_kind, answer.fraction = "default", None, None, None
-    answer.stale, answer.stale_reasons = None, []
+    answer.crossed, answer.entry, answer.kernel = False, None, kernel
     return answer
 
 
@@ -222,22 +268,39 @@ def best_config(kernel: str, problem: Mapping[str, int], dtype: str,
                 ) -> TunedConfig | None:
     """The config to use (see the module docstring), or ``None`` when no tier has one.
 
-    ``problem`` maps dimension names to sizes (``{"M": 512, "N": 512, "K": 512}``).
+    ``problem`` maps dimension names to sizes (``{"M": 512, "N": 512, "K": 512}``);
+    ``device_kind``: None (this process's device), a kind, or ``"any"``. Never raises for an
+    unreadable source; raises ``ValueError`` for an unknown ``bucket`` (a programming error).
     """
-    src = source if source is not None else default_source()
-    key = (src, kernel, tuple(sorted(problem.items())), dtype, device_kind, bucket,
+    key = (source, kernel, tuple(sorted(problem.items())), dtype, device_kind, bucket,
            None if default is None else tuple(sorted(default.items())))
     try:
         cached = _CACHE[key]
     except KeyError:
         with _LOCK:
+            if not _SOURCE:
+                _SOURCE.append(default_source())
+            src = source if source is not None else _SOURCE[0]
             cached = _answer(src, kernel, problem, dtype, device_kind, bucket, default)
             _CACHE[key] = cached
     return None if cached is None else cached.copy()
 
 
+def source_error(source: str) -> str | None:
+    """Why ``source`` could not be read in this process (None: it could, or was not tried)."""
+    return _FAILED.get(source)
+
+
 def clear_cache() -> None:
+    """Forget every answer, loaded source, failure and the resolved default source."""
+    from tuner import staleness
+    from tuner.core import local_device
+
     with _LOCK:
         _CACHE.clear()
         _ENTRIES.clear()
         _FILES.clear()
+        _FAILED.clear()
+        _SOURCE.clear()
+    local_device.clear()
+    staleness.clear()

@@ -24,10 +24,10 @@ from collections.abc import Mapping
 from typing import Any
 from typing import TypeVar
 
+from tuner.export import triton_form
 from tuner.lookup import best_config
 
 F = TypeVar("F", bound=Callable[..., Any])
-LAUNCH_OPTIONS = ("num_warps", "num_stages")
 
 
 def stored_configs(kernel: str, dtype: str, device_kind: str | None = None,
@@ -48,12 +48,14 @@ def stored_configs(kernel: str, dtype: str, device_kind: str | None = None,
 
 
 def to_triton_config(config: Mapping[str, Any]) -> Any:
-    """A ``triton.Config``: meta-parameters as kwargs, warps and stages as launch options."""
+    """A ``triton.Config`` from a flat config or an export entry (which carries its ``triton``
+    form): meta-parameters as kwargs; ``num_warps``, ``num_stages``, ``num_ctas``, ``maxnreg``
+    as launch options (Triton's defaults where the config has none)."""
     import triton
 
-    meta = {k: v for k, v in config.items() if k not in LAUNCH_OPTIONS}
-    return triton.Config(meta, num_warps=int(config.get("num_warps", 4)),
-                         num_stages=int(config.get("num_stages", 3)))
+    form = config["triton"] if "triton" in config and "kwargs" in config["triton"] \
+        else triton_form(dict(config))
+    return triton.Config(**form)
 
 
 def triton_configs(kernel: str, dtype: str, device_kind: str | None = None, top_k: int = 4,

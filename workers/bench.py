@@ -31,6 +31,7 @@ from tuner.core.types import TrialStatus
 from tuner.kernels import KernelError
 from tuner.kernels import load_kernel
 from workers.devices import BenchDevice
+from workers.interpreter_limits import explain as explain_interpreter_limit
 from workers.timing import summarise
 
 
@@ -155,6 +156,10 @@ def run_request(device: BenchDevice, request: BenchmarkRequest, roots: tuple[Pat
     except Exception as exc:
         if phase == "compile":
             on_compiled(None)
+        limit = explain_interpreter_limit(exc) if device.torch_device == "cpu" else None
+        if limit is not None:
+            return Outcome(Measurement.failure(TrialStatus.COMPILE_ERROR, f"[{phase}] {limit}",
+                                               **base, **counts))
         status = classify(exc)
         fatal = device.is_fatal(exc)
         return Outcome(Measurement.failure(status, f"[{phase}] {_error_text(exc)}",

@@ -165,6 +165,8 @@ PROBE = spec(("probe",), name="probe")
 HOG = spec(("hog",), name="hog")
 GPU_OOM = spec(("gpu_oom", "ok"), name="gpu-oom")
 LINGER = spec(("linger", "ok"), name="linger", max_block=1024)
+# Every one of its 7 configs fails to compile the same way (the repeated-failure stop).
+ALWAYS_BROKEN = spec(("compile_error",), name="always-broken", max_block=1024)
 
 
 def _launch_in_place(tensors, problem, config):  # type: ignore[no-untyped-def]

@@ -30,6 +30,7 @@ from db.session import make_engine
 from db.session import safe_url
 from db.session import session_factory
 from db.session import sqlite_path
+from tuner.control.failures import dominant_failure
 from tuner.core.settings import Settings
 from tuner.export import export_rows
 from tuner.export import python_module
@@ -77,10 +78,12 @@ def read_rows(settings: Settings, read: Callable[[so.Session], list[T]]) -> list
 
 @dataclass
 class ProblemView:
-    """A problem of a job and its best trial (``None`` until a config passed)."""
+    """A problem of a job and its best trial (``None`` until a config passed); with no best,
+    its most common failure: (``status: first line``, how many share it, failures in all)."""
 
     problem: Problem
     best: Trial | None
+    failure: tuple[str, int, int] | None = None
 
 
 @dataclass
@@ -114,7 +117,12 @@ def summarise_job(session: so.Session, job_id: int, *, trials: bool = True,
     for p in repo.problems_of(session, job_id):
         best = repo.get_trial(session, p.best_trial_id) \
             if trials and p.best_trial_id is not None else None
-        views.append(ProblemView(p, best))
+        failure = None
+        if trials and best is None:
+            failure = dominant_failure((str(t.status), t.error)
+                                       for t in repo.trials_of_problem(session, p.id)
+                                       if t.duplicate_of is None)
+        views.append(ProblemView(p, best, failure))
     counts = repo.status_counts(session, job_id) if trials else {}
     session.expunge_all()
     return JobSummary(job, views, counts)

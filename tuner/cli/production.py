@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Annotated
 
@@ -20,40 +21,84 @@ from tuner.core.parsing import parse_shape
 from tuner.core.settings import Settings
 
 
-def _dims_of(kernel: str, settings: Settings) -> list[str]:
-    """Dimension order of a built-in or file kernel; any order for other names."""
+def _problem_of(kernel: str, shape: str, settings: Settings) -> tuple[str, dict[str, int]]:
+    """The stored kernel name and the validated problem, as ``tuner tune`` checks them.
+
+    A built-in or ``path.py:NAME`` kernel is described (a file kernel in a sandboxed child) and
+    the shape checked against its dimensions and limits; another name (a kernel tuned
+    elsewhere) gets the checks every problem must pass: positive sizes within the bounds."""
     from tuner.kernels import KernelError
     from tuner.kernels import resolve_kernel
+    from tuner.kernels.names import is_file_ref
+    from tuner.kernels.spec import MAX_DIM
 
     try:
-        return list(resolve_kernel(kernel, "interpret", settings.kernel_roots,
-                                   isolated=True).dims)
-    except KernelError:
-        return []
+        spec = resolve_kernel(kernel, "interpret", settings.kernel_roots, isolated=True)
+    except KernelError as exc:
+        if is_file_ref(kernel):
+            raise UsageError(str(exc)) from None
+        problem = parse_shape(shape, [])
+        errors = [f"{d} must be positive, got {v}" for d, v in problem.items() if v <= 0]
+        errors += [f"{d}={v} is larger than the limit {MAX_DIM}" for d, v in problem.items()
+                   if v > MAX_DIM]
+        if errors:
+            raise UsageError(f"bad shape {shape!r}: {'; '.join(errors)}") from None
+        return kernel, problem
+    problem = parse_shape(shape, spec.dims)
+    errors = spec.problem_errors(problem)
+    if errors:
+        raise UsageError(f"bad shape {shape!r} for {spec.name}: {'; '.join(errors)}")
+    return spec.name, spec.canonical_problem(problem)
 
 
 @friendly
 def best(
-    kernel: Annotated[str, typer.Argument(help="Kernel name.")],
-    shape: Annotated[str, typer.Option("--shape", "-s", help="Problem, e.g. M=512,N=512,K=512.")],
-    dtype: Annotated[str, typer.Option(help="Input dtype.")],
-    device_kind: Annotated[str | None, typer.Option(help="Device kind (default: any).")] = None,
+    kernel: Annotated[str | None, typer.Argument(
+        help="Kernel: a built-in name, path/to/module.py:NAME, or the name it was stored "
+             "under.", show_default=False)] = None,
+    shape: Annotated[str, typer.Option("--shape", "-s", help="Problem, e.g. M=512,N=512,K=512.",
+                                       show_default=False)] = "",
+    dtype: Annotated[str, typer.Option(help="Input dtype.", show_default=False)] = "",
+    kernel_opt: Annotated[str | None, typer.Option(
+        "--kernel", "-k", help="The kernel, as an option (same as the argument).",
+        show_default=False)] = None,
+    device_kind: Annotated[str | None, typer.Option(
+        help="Device kind the config is for (default: this machine's device); 'any' accepts "
+             "a config tuned on another kind and says so.", show_default=False)] = None,
     source: Annotated[str | None, typer.Option(
-        help="Exported JSON file or database URL (default: the service database).")] = None,
+        help="Exported JSON file or database URL (default: $TUNER_BEST_CONFIGS, else the "
+             "service database).", show_default=False)] = None,
     db: DbOption = None,
 ) -> None:
     """Print the config to use for a kernel, problem and dtype as JSON; the tier that served
-    it (exact, bucket, nearest, default) and any staleness go to stderr."""
+    it (exact, bucket, nearest, default), the device kind and any staleness go to stderr.
+    Exit status 1 when nothing is tuned for it, 2 on bad input or an unreadable source."""
+    from tuner.core.local_device import local_device_kind
     from tuner.lookup import best_config
+    from tuner.lookup import default_source
+    from tuner.lookup import source_error
 
-    problem = parse_shape(shape, _dims_of(kernel, settings_for(db)))
-    src = source or settings_for(db).db_url
+    ref = kernel_opt or kernel
+    if ref is None or (kernel_opt and kernel and kernel_opt != kernel):
+        raise UsageError("name one kernel: tuner best KERNEL --shape … --dtype …")
+    if not shape or not dtype:
+        raise UsageError("--shape and --dtype are required, e.g. tuner best matmul "
+                         "--shape M=512,N=512,K=512 --dtype fp16")
+    settings = settings_for(db)
+    name, problem = _problem_of(ref, shape, settings)
+    src = source or (settings.db_url if db else default_source())
     if "://" not in src and not Path(src).is_file():
         raise UsageError(f"no such export file: {src}")
-    config = best_config(kernel, problem, dtype, device_kind, source=src)
+    with warnings.catch_warnings():  # an unreadable source is this command's error line
+        warnings.simplefilter("ignore", RuntimeWarning)
+        config = best_config(name, problem, dtype, device_kind, source=src)
+    if source_error(src):
+        raise UsageError(f"cannot read tuned configs from {src}: {source_error(src)}")
+    where = device_kind or local_device_kind()
     if config is None:
-        err.print(f"no tuned config for {kernel} {shape} {dtype}"
-                  + (f" on {device_kind}" if device_kind else ""))
+        err.print(f"no tuned config for {name} {shape} {dtype} on {where}"
+                  + ("" if device_kind else " (this machine; --device-kind any accepts "
+                                            "configs tuned on other devices)"), highlight=False)
         raise typer.Exit(1)
     tuned = ",".join(f"{k}={v}" for k, v in (config.problem or {}).items())
     err.print(f"tier {config.tier}" + (f" (tuned for {tuned} on {config.device_kind})"

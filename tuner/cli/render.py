@@ -102,7 +102,12 @@ def print_summary(summary: JobSummary, db_url: str, console: Console) -> None:
                       f"{p.stop_reason or p.status})", highlight=False)
         t = view.best
         if t is None or t.fraction is None or t.median_ms is None:
-            console.print("  no config passed its correctness check")
+            if view.failure is None:
+                console.print("  no config was measured")
+            else:
+                text, n, total = view.failure
+                console.print(f"  no config succeeded; {n} of {total} failed with {text}",
+                              highlight=False)
             continue
         console.print(f"  best config: {config_text(t.config)}", highlight=False)
         console.print(f"  {describe_score(t)}", highlight=False)

@@ -67,9 +67,12 @@ def tune(
     spec, spec_kernel = build_spec(options, settings, submit=False)
     with ProgressBars(err) as bars:
         outcome = run_local_job(spec, spec_kernel, settings, bars.show)
-    print_summary(job_summary(settings, outcome.job_id), settings.db_url, console)
+    summary = job_summary(settings, outcome.job_id)
+    print_summary(summary, settings.db_url, console)
     if outcome.interrupted:
         raise typer.Exit(130)
+    if any(view.best is None for view in summary.problems):
+        raise typer.Exit(1)  # a problem with no successful trial is a failed tuning run
 
 
 @friendly

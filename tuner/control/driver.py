@@ -18,7 +18,8 @@ there.
 Problems of a job run one after another; ``parallel`` trials of the current one are in flight.
 Budget accounting follows the replay README: a *measured* trial is a distinct config that went
 to a device (succeeded or failed). Statically invalid proposals and repeats are recorded and told
-to Optuna but cost nothing; a long streak of them stops the problem.
+to Optuna but cost nothing; a long streak of them stops the problem. So does the same failure
+on several measured configs in a row before any success (``tuner.control.failures``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import datetime as dt
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 import sqlalchemy.orm as so
@@ -40,6 +42,7 @@ from search_spaces import Config
 from search_spaces import Context
 from search_spaces import stable_hash
 from tuner.control.confirm import Confirmation
+from tuner.control.failures import FailureStreak
 from tuner.control.jobs import problem_context
 from tuner.control.queue import BenchQueue
 from tuner.control.queue import QueueUnavailable
@@ -82,6 +85,7 @@ class _ProblemRun:
     proposer: Proposer
     ctx: Context
     free_streak: int = 0
+    failures: FailureStreak = field(default_factory=FailureStreak)
     valid_count: int | None = None
     exhausted: bool = False
 
@@ -228,6 +232,7 @@ class JobDriver:
                     run.free_streak += 1  # failed its static check: proposed, never measured
                 if t.duplicate_of is None and t.status not in NOT_COUNTED:
                     problem.measured += 1
+                    run.failures.add(str(t.status), t.error)
                     if fraction is not None and (problem.best_fraction is None
                                                  or fraction > problem.best_fraction):
                         problem.best_fraction = fraction
@@ -256,6 +261,9 @@ class JobDriver:
                 return f"time budget of {budget.wall_s:g} s spent"
         if run.exhausted:
             return "the search has no unmeasured valid config left"
+        repeated = run.failures.stop_reason(problem.best_fraction is not None)
+        if repeated is not None:
+            return repeated
         if run.free_streak >= MAX_FREE_STREAK:
             return f"sampler proposed {run.free_streak} invalid or repeated configs in a row"
         return None

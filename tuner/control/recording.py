@@ -12,6 +12,7 @@ device kind) with the fingerprint of everything that can change the answer; pred
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy.orm as so
@@ -25,6 +26,7 @@ from tuner.core.types import JobSpec
 from tuner.core.types import Measurement
 from tuner.core.types import TrialStatus
 from tuner.core.types import problem_hash
+from tuner.kernels.names import is_file_ref
 
 
 def result_values(m: Measurement) -> dict[str, Any]:
@@ -52,11 +54,18 @@ def record_measurement(session: so.Session, request: BenchmarkRequest,
     return repo.store_result(session, request.trial_id, request.attempt, result_values(m))
 
 
-def fingerprint(job_kernel_hash: str, space_hash: str, t: Trial) -> dict[str, Any]:
-    """Everything that can change the answer (DESIGN.md decision 10)."""
+def fingerprint(job_kernel_hash: str, space_hash: str, t: Trial,
+                kernel_ref: str | None = None) -> dict[str, Any]:
+    """Everything that can change the answer (DESIGN.md decision 10). ``kernel_ref``: the job's
+    kernel; for ``path.py:NAME`` the file's absolute path is kept (``kernel_file``), so that a
+    lookup can tell when a bring-your-own kernel's file changed."""
     prov = t.provenance or {}
+    kernel_file = None
+    if kernel_ref is not None and is_file_ref(kernel_ref):
+        kernel_file = str(Path(kernel_ref.rsplit(":", 1)[0]).expanduser().resolve())
     return {
         "kernel_source_hash": job_kernel_hash, "space_hash": space_hash,
+        "kernel_file": kernel_file,
         "device_kind": t.device_kind, "device_name": prov.get("device_name"),
         "compute_capability": prov.get("compute_capability"), "triton": prov.get("triton"),
         "torch": prov.get("torch"), "cuda": prov.get("cuda"), "driver": prov.get("driver"),
@@ -106,5 +115,5 @@ def offer_trial(session: so.Session, job: JobIdentity, problem: Problem, t: Tria
         dtype=job.spec.dtype, device_kind=t.device_kind or job.spec.device_kind,
         backend=job.spec.backend, config=t.config, fraction=fraction, median_ms=median_ms,
         trial_id=t.id, job_id=job.job_id,
-        fingerprint=fingerprint(job.source_hash, job.space_hash, t),
+        fingerprint=fingerprint(job.source_hash, job.space_hash, t, job.spec.kernel),
         replace_from_job=replace_from_job)

@@ -1,0 +1,52 @@
+"""Say in one line when a kernel fails because of the Triton interpreter, not the kernel.
+
+``TRITON_INTERPRET=1`` runs kernels on the CPU with numpy and does not implement everything a
+compiled kernel can use: some ``libdevice`` functions are missing (the call returns ``None`` and
+the next operation fails with "cannot convert None … to tensor"), and some Triton versions
+cannot call ``.to`` on a Python float. Such a failure says nothing about the config, so the
+bench reports it as one line naming the cause and the place in the user's kernel, with what
+still works: tuning on a GPU, or ``--static-check`` (a real compile for the target).
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+import traceback
+from pathlib import Path
+
+ADVICE = ("the kernel can still be tuned on a GPU (--backend cuda) or checked for this GPU "
+          "with --static-check")
+_LIBRARY_PARTS = ("site-packages", "dist-packages", "/triton/", "/torch/", "/numpy/")
+
+
+def _user_frame(exc: BaseException) -> tuple[str, int, str] | None:
+    """(file, line, source) of the innermost frame outside Triton, torch and numpy."""
+    found = None
+    for cause in (exc.__cause__, exc):
+        if cause is None:
+            continue
+        for frame in traceback.extract_tb(cause.__traceback__):
+            if not any(part in frame.filename for part in _LIBRARY_PARTS):
+                line = frame.line or linecache.getline(frame.filename, frame.lineno or 0)
+                found = (frame.filename, frame.lineno or 0, (line or "").strip())
+        if found is not None:
+            return found
+    return None
+
+
+def explain(exc: BaseException) -> str | None:
+    """One line for a known interpreter limitation behind ``exc``; None for anything else."""
+    if type(exc).__name__ != "InterpreterError":
+        return None
+    cause = exc.__cause__ or exc
+    where = _user_frame(exc)
+    at = "" if where is None else f" ({Path(where[0]).name}:{where[1]}: {where[2]})"
+    source = "" if where is None else where[2]
+    text = f"{type(cause).__name__}: {cause}"
+    missing = re.search(r"libdevice\.(\w+)", source)
+    if missing and "None" in text:
+        return (f"the Triton interpreter has no libdevice.{missing.group(1)}{at}; {ADVICE}")
+    if "has no attribute 'to'" in text and ("float" in text or "int" in text):
+        return (f"the Triton interpreter cannot call .to on a Python number{at}; {ADVICE}")
+    return None  # a failure of the kernel itself keeps its own message
