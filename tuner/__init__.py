@@ -1,4 +1,5 @@
-"""Kernel autotuning service. The production surface is ``best_config``; ``tune`` runs a job.
+"""Kernel autotuning service. The production surface is ``best_config`` and ``autotune`` (a
+drop-in for ``@triton.autotune`` that launches with tuned configs); ``tune`` runs a job.
 
 Importing ``tuner`` is cheap: it imports neither Optuna, Celery, torch nor Triton.
 """
@@ -10,6 +11,7 @@ from typing import Any
 
 if TYPE_CHECKING:
     from tuner.api import tune as tune
+    from tuner.autotune import autotune as autotune
     from tuner.lookup import best_config as best_config
 
 
@@ -18,6 +20,10 @@ def __getattr__(name: str) -> Any:
         from tuner.lookup import best_config
 
         return best_config
+    if name == "autotune":
+        from tuner.autotune import autotune
+
+        return autotune
     if name == "tune":
         from tuner.api import tune
 
@@ -25,4 +31,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-__all__ = ["best_config", "tune"]
+__all__ = ["autotune", "best_config", "tune"]

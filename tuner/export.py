@@ -25,17 +25,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tuner.core.launch import LAUNCH_OPTIONS
+from tuner.core.launch import triton_form
+
+__all__ = ["LAUNCH_OPTIONS", "triton_form"]
+
 EXPORT_SCHEMA = 1
-#: Parameters that are launch options of ``triton.Config``, not kernel meta-parameters.
-LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
-
-
-def triton_form(config: dict[str, Any]) -> dict[str, Any]:
-    """``config`` split the way ``triton.Config(**form)`` takes it (see the module docstring)."""
-    form: dict[str, Any] = {"kwargs": {k: v for k, v in config.items()
-                                       if k not in LAUNCH_OPTIONS}}
-    form.update({k: int(config[k]) for k in LAUNCH_OPTIONS if config.get(k) is not None})
-    return form
 
 
 def export_rows(rows: Sequence[Any], source: str) -> dict[str, Any]:

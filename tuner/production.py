@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 from typing import TypeVar
 
-from tuner.export import triton_form
+from tuner.core.launch import triton_form
 from tuner.lookup import best_config
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -30,6 +30,7 @@ from tuner.core.types import Measurement
 from tuner.core.types import TrialStatus
 from tuner.kernels import KernelError
 from tuner.kernels import load_kernel
+from tuner.kernels.spec import ConfigRejected
 from workers.devices import BenchDevice
 from workers.interpreter_limits import explain as explain_interpreter_limit
 from workers.timing import summarise
@@ -85,9 +86,28 @@ def _poison_output(kernel: Any, tensors: dict[str, torch.Tensor], problem: Any,
     out.fill_(float("nan"))
     if not bool(torch.isfinite(expected).all()):
         return
-    again = kernel.reference({k: v.clone() for k, v in tensors.items()}, problem)
+    again = _answers(kernel.reference(_copies(tensors), problem))[0]
     if not bool(torch.isfinite(again).all()):
         out.copy_(fresh)
+
+
+def _copies(tensors: dict[str, Any]) -> dict[str, Any]:
+    """Fresh copies of the tensors (other launch arguments as they are) for the reference."""
+    return {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in tensors.items()}
+
+
+def _answers(expected: Any) -> list[torch.Tensor]:
+    return list(expected) if isinstance(expected, tuple | list) else [expected]
+
+
+def _output_error(kernel: Any, tensors: dict[str, Any], expected: list[torch.Tensor]) -> float:
+    """The largest relative error over the kernel's outputs (``ValueError`` when the outputs
+    and the reference's answers do not pair up)."""
+    outs = [tensors[kernel.output]] if kernel.outputs is None else kernel.outputs(tensors)
+    if len(outs) != len(expected):
+        raise ValueError(f"the kernel gave {len(outs)} output(s), the reference "
+                         f"{len(expected)}")
+    return max(relative_error(o, e) for o, e in zip(outs, expected, strict=True))
 
 
 def _error_text(exc: BaseException) -> str:
@@ -122,10 +142,10 @@ def run_request(device: BenchDevice, request: BenchmarkRequest, roots: tuple[Pat
     try:
         tensors = kernel.make_inputs(request.problem, request.dtype, request.seed,
                                      device.torch_device)
-        out = tensors[kernel.output]
-        expected = kernel.reference({k: v.clone() for k, v in tensors.items()}, request.problem)
-        if out.is_floating_point():  # a kernel that never writes its output must not pass
-            _poison_output(kernel, tensors, request.problem, expected)
+        expected = _answers(kernel.reference(_copies(tensors), request.problem))
+        if kernel.outputs is None and tensors[kernel.output].is_floating_point():
+            # a kernel that never writes its output must not pass
+            _poison_output(kernel, tensors, request.problem, expected[0])
 
         def call() -> None:
             kernel.launch(tensors, request.problem, request.params)
@@ -137,7 +157,7 @@ def run_request(device: BenchDevice, request: BenchmarkRequest, roots: tuple[Pat
         compile_s = first_call_s if device.torch_device != "cpu" else None
         on_compiled(compile_s)
         phase = "run"
-        err = relative_error(out, expected)
+        err = _output_error(kernel, tensors, expected)
         tol = kernel.tolerance.get(request.dtype, 1e-2)
         if not err <= tol:
             return Outcome(Measurement.failure(
@@ -153,6 +173,10 @@ def run_request(device: BenchDevice, request: BenchmarkRequest, roots: tuple[Pat
             status=str(TrialStatus.OK), median_ms=stats.median_ms, p20_ms=stats.p20_ms,
             p80_ms=stats.p80_ms, min_ms=stats.min_ms, n=stats.n, cv=stats.cv,
             compile_s=compile_s, max_rel_error=err, provenance=provenance, **base, **counts))
+    except ConfigRejected as exc:
+        if phase == "compile":
+            on_compiled(None)
+        return Outcome(Measurement.failure(TrialStatus.INVALID, str(exc), **base, **counts))
     except Exception as exc:
         if phase == "compile":
             on_compiled(None)

@@ -14,7 +14,7 @@ import triton
 
 from search_spaces.canonical import stable_hash
 from tuner.core import local_device
-from tuner.export import triton_form
+from tuner.core.launch import triton_form
 from tuner.lookup import best_config
 from tuner.lookup import clear_cache
 from tuner.production import to_triton_config

@@ -5,7 +5,9 @@ selected best config (those this machine can run: ``cpu`` rows on the interprete
 ``cuda`` when the local GPU is of their kind) is measured again in an isolated bench process
 and compared with its stored time. A change counts only beyond the noise:
 ``max(threshold, 3 · cv)`` of the new measurement (cv = its coefficient of variation).
-Predicted (``model:``) and recorded (``replay:``) rows have nothing to re-measure.
+Predicted (``model:``) and recorded (``replay:``) rows have nothing to re-measure. A row is
+measured with the kernel its job tuned: a built-in by name, a file kernel (``path.py:NAME``)
+from the file its fingerprint recorded, so it works from any folder.
 """
 
 from __future__ import annotations
@@ -14,11 +16,15 @@ from dataclasses import asdict
 from dataclasses import dataclass
 from typing import Any
 
+import sqlalchemy.orm as so
+
 from db import repository as repo
 from tuner.app.machine import local_gpu_kinds
 from tuner.app.views import read_rows
 from tuner.core.settings import Settings
 from tuner.core.types import BenchmarkRequest
+from tuner.kernels import resolve_kernel
+from tuner.kernels.names import is_file_ref
 from workers.backends.base import Backend
 from workers.backends.registry import make_backend
 
@@ -48,15 +54,34 @@ def local_backend(device_kind: str) -> str | None:
     return "cuda" if device_kind in local_gpu_kinds() else None
 
 
+def _kernel_ref(session: so.Session, row: Any) -> str:
+    """What the bench loads for ``row``: its job's kernel reference, a file kernel's path made
+    absolute from the fingerprint (the job may have been submitted from another folder)."""
+    job = repo.get_job(session, row.job_id)
+    ref = str(job.spec.get("kernel", row.kernel)) if job is not None else row.kernel
+    kernel_file = (row.fingerprint or {}).get("kernel_file")
+    if is_file_ref(ref) and kernel_file:
+        return f"{kernel_file}:{ref.rsplit(':', 1)[1]}"
+    return ref
+
+
 def revalidate(settings: Settings, kernel: str | None = None, device_kind: str | None = None,
                threshold: float = 0.05) -> list[Revalidation]:
-    """Measure every selected stored best config again (see the module docstring)."""
-    rows = read_rows(settings, lambda session: list(  # DatabaseError when there is none
-        repo.best_configs(session, kernel=kernel, device_kind=device_kind)))
+    """Measure every selected stored best config again (see the module docstring).
+    ``kernel``: a stored kernel name, or a ``path.py:NAME`` reference (described in a
+    sandboxed child for its name)."""
+    if kernel is not None and is_file_ref(kernel):
+        kernel = resolve_kernel(kernel, "interpret", settings.kernel_roots, isolated=True).name
+
+    def read(session: so.Session) -> list[tuple[Any, str]]:
+        found = repo.best_configs(session, kernel=kernel, device_kind=device_kind)
+        return [(row, _kernel_ref(session, row)) for row in found]
+
+    pairs = read_rows(settings, read)  # DatabaseError when there is none
     processes: dict[str, Backend] = {}
     results = []
     try:
-        for row in rows:
+        for row, ref in pairs:
             backend = None if row.backend.startswith(("model:", "replay:")) else \
                 local_backend(row.device_kind)
             base: dict[str, Any] = dict(kernel=row.kernel, problem_key=row.problem_key,
@@ -70,7 +95,7 @@ def revalidate(settings: Settings, kernel: str | None = None, device_kind: str |
                 processes[backend] = make_backend(backend, cache_dir=settings.cache_dir,
                                                   kernel_roots=settings.kernel_roots)
             m = processes[backend].run(BenchmarkRequest(
-                trial_id=row.trial_id, attempt=1, job_id=row.job_id, kernel=row.kernel,
+                trial_id=row.trial_id, attempt=1, job_id=row.job_id, kernel=ref,
                 problem=dict(row.problem), dtype=row.dtype, params=dict(row.config),
                 backend=backend, device_kind=row.device_kind))
             if m.status != "ok" or m.median_ms is None:

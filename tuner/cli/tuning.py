@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -37,7 +38,14 @@ from tuner.cli.options import TransferOpt
 from tuner.cli.options import TrialsOpt
 from tuner.cli.options import WarmupOpt
 from tuner.cli.options import pick_kernel
+from tuner.core.parsing import UsageError
+from tuner.core.settings import Settings
 from tuner.core.types import DEFAULT_TRANSFER
+
+MissingOpt = Annotated[Path | None, typer.Option(
+    "--missing", help="Tune the shapes production recorded as missing (tuner.autotune(..., "
+    "record_missing=True)): one job per kernel and dtype, instead of KERNEL and --shape.",
+    show_default=False)]
 
 
 @friendly
@@ -50,20 +58,40 @@ def tune(
     compile_timeout: CompileTimeoutOpt = 120, run_timeout: RunTimeoutOpt = 60,
     warmup_ms: WarmupOpt = None, rep_ms: RepOpt = None, static_check: StaticCheckOpt = None,
     confirm_top: ConfirmTopOpt = 3, transfer: TransferOpt = DEFAULT_TRANSFER,
-    bench_memory: BenchMemoryOpt = None, db: DbOption = None,
+    bench_memory: BenchMemoryOpt = None, missing: MissingOpt = None, db: DbOption = None,
 ) -> None:
-    """Tune KERNEL on this machine (blocking, no Redis): --parallel local bench processes."""
+    """Tune KERNEL on this machine (blocking, no Redis): --parallel local bench processes.
+    Exit status 1 when a problem has no successful trial."""
+    from tuner.app.missing import MissingGroup
+    from tuner.app.missing import missing_groups
+
+    settings = bench_settings(db, bench_memory)
+    if missing is not None:
+        if kernel or kernel_option or shape or dtype:
+            raise UsageError("--missing names the kernels, shapes and dtypes itself; drop "
+                             "KERNEL, --shape and --dtype")
+        groups = missing_groups(missing)
+    else:
+        groups = [MissingGroup(pick_kernel(kernel, kernel_option), dtype or "", shape or [])]
+    failed = False
+    for group in groups:
+        options = JobOptions(group.ref, group.shapes, group.dtype or None, backend,
+                             device_kind, trials, time_limit, target, patience, sampler, seed,
+                             parallel, compile_timeout, run_timeout, warmup_ms, rep_ms,
+                             static_check=static_check, confirm_top=confirm_top,
+                             transfer=transfer)
+        failed = _tune_one(options, settings) or failed
+    if failed:
+        raise typer.Exit(1)  # a problem with no successful trial is a failed tuning run
+
+
+def _tune_one(options: JobOptions, settings: Settings) -> bool:
+    """Run one job and print its summary; True when a problem has no successful trial."""
     from tuner.app.local import run_local_job
     from tuner.app.views import job_summary
     from tuner.cli.render import ProgressBars
     from tuner.cli.render import print_summary
 
-    settings = bench_settings(db, bench_memory)
-    ref = pick_kernel(kernel, kernel_option)
-    options = JobOptions(ref, shape or [], dtype, backend, device_kind, trials, time_limit,
-                         target, patience, sampler, seed, parallel, compile_timeout,
-                         run_timeout, warmup_ms, rep_ms, static_check=static_check,
-                         confirm_top=confirm_top, transfer=transfer)
     spec, spec_kernel = build_spec(options, settings, submit=False)
     with ProgressBars(err) as bars:
         outcome = run_local_job(spec, spec_kernel, settings, bars.show)
@@ -71,8 +99,7 @@ def tune(
     print_summary(summary, settings.db_url, console)
     if outcome.interrupted:
         raise typer.Exit(130)
-    if any(view.best is None for view in summary.problems):
-        raise typer.Exit(1)  # a problem with no successful trial is a failed tuning run
+    return any(view.best is None for view in summary.problems)
 
 
 @friendly

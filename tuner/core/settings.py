@@ -43,6 +43,15 @@ def _xdg(var: str, fallback: str, env: Mapping[str, str]) -> Path:
     return Path(base) / "tuner"
 
 
+def data_dir_of(env: Mapping[str, str] | None = None) -> Path:
+    """The folder of the default SQLite file and other data: ``TUNER_DATA_DIR``, else
+    ``$XDG_DATA_HOME/tuner`` (``~/.local/share/tuner``)."""
+    env = os.environ if env is None else env
+    if env.get("TUNER_DATA_DIR"):
+        return Path(env["TUNER_DATA_DIR"])
+    return _xdg("XDG_DATA_HOME", ".local/share", env)
+
+
 def _positive(env: Mapping[str, str], name: str, default: float) -> float:
     """A positive, finite number from variable ``name`` (``default`` when unset);
     ``ValueError`` naming the variable otherwise."""
@@ -91,8 +100,7 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
-        data_dir = Path(env["TUNER_DATA_DIR"]) if env.get("TUNER_DATA_DIR") else _xdg(
-            "XDG_DATA_HOME", ".local/share", env)
+        data_dir = data_dir_of(env)
         cache_dir = Path(env["TUNER_CACHE_DIR"]) if env.get("TUNER_CACHE_DIR") else _xdg(
             "XDG_CACHE_HOME", ".cache", env)
         db_url = env.get("TUNER_DB_URL") or f"sqlite:///{data_dir / 'tuner.db'}"

@@ -14,6 +14,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from tuner.kernels.convention import is_autotuned
+from tuner.kernels.convention import spec_from_module
 from tuner.kernels.names import BUILTIN
 from tuner.kernels.names import FAMILIES
 from tuner.kernels.names import builtin_module
@@ -73,6 +75,8 @@ def _load_file_kernel(ref: str, roots: Sequence[Path]) -> object:
             raise KernelError(f"cannot import {path}")
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module
+        if str(path.parent) not in sys.path:  # the module's own imports of its neighbours
+            sys.path.insert(0, str(path.parent))
         try:
             spec.loader.exec_module(module)
         except Exception as exc:  # user code: any failure is reported, not raised
@@ -80,7 +84,16 @@ def _load_file_kernel(ref: str, roots: Sequence[Path]) -> object:
             raise KernelError(f"importing {path} failed: {type(exc).__name__}: {exc}") from None
     if not hasattr(module, attr):
         raise KernelError(f"{path} has no attribute {attr!r}")
-    return getattr(module, attr)
+    found = getattr(module, attr)
+    if isinstance(found, KernelSpec) or not (callable(found) or is_autotuned(found)):
+        return found
+    try:  # a launcher or an autotuned kernel, by convention (tuner.kernels.convention)
+        return spec_from_module(module, path, attr)
+    except KernelError:
+        raise
+    except Exception as exc:  # user code: any failure is reported, not raised
+        raise KernelError(f"describing {path.name}:{attr} failed: "
+                          f"{type(exc).__name__}: {exc}") from None
 
 
 def resolve_kernel(ref: str, backend: str, roots: Sequence[Path] = (), *,

@@ -7,7 +7,8 @@ functions for the rest:
 * ``make_inputs(problem, dtype, seed, device) -> dict[str, Tensor]``: fresh seeded random inputs
   (never zeros) plus the output buffer(s), all on ``device``;
 * ``launch(tensors, problem, config) -> None``: run the Triton kernel once with ``config``;
-* ``reference(tensors, problem) -> Tensor``: the torch answer for ``tensors[output]``;
+* ``reference(tensors, problem) -> Tensor``: the torch answer for ``tensors[output]`` (or, with
+  ``outputs``, a sequence of answers, one per output);
 * ``flops(problem, dtype)`` and ``min_bytes(problem, dtype)``: work and the bytes a perfect kernel
   must move (every input read once, every output written once);
 * ``tolerance[dtype]``: the largest relative Frobenius error ``‖out − ref‖ / ‖ref‖`` accepted.
@@ -47,6 +48,11 @@ class KernelError(ValueError):
     """A kernel reference that cannot be resolved; the message is meant for the user."""
 
 
+class ConfigRejected(Exception):
+    """Raised by a launch whose kernel refuses the config before running it (e.g. the
+    ``early_config_prune`` of a ``@triton.autotune`` decorator): an ``invalid`` trial."""
+
+
 def _same_dtype(dtype: str) -> str:
     return dtype
 
@@ -84,6 +90,10 @@ class KernelSpec:
     problem_check: Callable[[Mapping[str, Any]], list[str]] | None = None
     #: The source hash when the module is not imported here (``tuner.kernels.isolated``).
     known_source_hash: str | None = None
+    #: Optional: the output tensors to check, read after a launch (``outputs(tensors)``),
+    #: for kernels whose launcher allocates and returns several; ``reference`` then returns
+    #: one answer per output. Default: ``[tensors[output]]``.
+    outputs: Callable[[dict[str, Any]], list[torch.Tensor]] | None = None
 
     def problem_errors(self, problem: Mapping[str, Any]) -> list[str]:
         """Why ``problem`` cannot be tuned (empty when it can)."""

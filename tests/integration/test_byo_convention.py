@@ -1,0 +1,109 @@
+"""Bring your own kernel with no glue (launcher + NAME_inputs + NAME_reference), and
+``tuner.autotune`` as a drop-in for ``@triton.autotune`` in a fresh process.
+
+Real `tuner` processes on the Triton interpreter; the module under test uses two outputs,
+reset_to_zero, prune_configs_by and a neighbour import.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import sqlalchemy as sa
+
+from tests.conftest import ROOT
+from tests.conftest import run_cli
+
+MULTI = "tests/kernels/byo_multi.py:scale_and_sum"
+USE_SCRIPT = r"""
+import importlib.util, json, sys, warnings
+import torch
+import tuner
+spec = importlib.util.spec_from_file_location("byo_multi", sys.argv[1])
+sys.path.insert(0, sys.argv[2])
+mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+own = mod.scale_and_sum_kernel   # swap @triton.autotune for @tuner.autotune, same arguments
+mod.scale_and_sum_kernel = tuner.autotune(
+    configs=own.configs, key=own.keys, record_missing=sys.argv[3],
+    prune_configs_by={"early_config_prune": mod._no_big_blocks})(own.fn)
+x = torch.rand(4096)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    y, acc = mod.scale_and_sum(x, torch.zeros(1))
+    mod.scale_and_sum(torch.rand(100), torch.zeros(1))
+cfg = mod.scale_and_sum_kernel.tuned_config(x, y, acc, 4096, 2.0)
+print(json.dumps({
+    "ok": bool(torch.allclose(y, 2 * x)) and abs(float(acc) - float(x.sum())) < 1e-2,
+    "config": None if cfg is None else [cfg.kwargs, cfg.num_warps, cfg.num_stages],
+    "warnings": [str(w.message) for w in caught if "tuner" in str(w.message)],
+    "heavy": [m for m in ("optuna", "celery", "sqlalchemy") if m in sys.modules],
+}))
+"""
+
+
+def _use(env: dict[str, str], missing) -> dict:
+    proc = subprocess.run([sys.executable, "-c", USE_SCRIPT, str(ROOT / MULTI.split(":")[0]),
+                           str(ROOT / "tests" / "kernels"), str(missing)],
+                          env={**env, "TRITON_INTERPRET": "1"}, cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_module_by_convention_tunes_serves_and_revalidates(cli_env, tmp_path):
+    # A fresh process with no database: the kernel's own configs serve, one warning, and the
+    # shapes are recorded as missing.
+    missing = tmp_path / "missing.jsonl"
+    cold = _use(cli_env, missing)
+    assert cold["ok"] and cold["config"] is None
+    assert "optuna" not in cold["heavy"] and "celery" not in cold["heavy"]
+    assert len(cold["warnings"]) == 1 and "no database" in cold["warnings"][0]
+    lines = [json.loads(line) for line in missing.read_text().splitlines()]
+    assert [(r["kernel"], r["problem"], r["served"]) for r in lines] == [
+        ("scale_and_sum_kernel", {"n": 4096}, "none"), ("scale_and_sum_kernel", {"n": 100},
+                                                         "none")]
+
+    # `tuner tune --missing` tunes exactly those shapes, through the convention loader.
+    tuned = run_cli(["tune", "--missing", str(missing), "--backend", "interpret",
+                     "--trials", "4", "--seed", "0"], cli_env, timeout=600)
+    assert tuned.returncode == 0, tuned.stdout + tuned.stderr
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'data' / 'tuner.db'}")
+    with engine.connect() as conn:
+        trials = conn.execute(sa.text("SELECT config, status, error FROM tuner_trials")).all()
+        kernels = conn.execute(sa.text("SELECT DISTINCT kernel FROM tuner_best_configs")).scalars()
+        assert list(kernels) == ["scale_and_sum_kernel"]
+    pruned = [t for t in trials if '"BLOCK": 1024' in t.config]
+    assert pruned and all(t.status == "invalid" and "early_config_prune" in t.error
+                          for t in pruned)
+    assert any(t.status == "ok" for t in trials)  # two outputs checked, reset_to_zero honoured
+
+    # Production now launches with the tuned config: meta-parameters, warps and stages.
+    warm = _use(cli_env, tmp_path / "missing2.jsonl")
+    assert warm["ok"] and warm["config"] is not None and warm["warnings"] == []
+    best = run_cli(["best", "--kernel", MULTI, "--shape", "n=4096", "--dtype", "fp32"],
+                   cli_env)
+    assert best.returncode == 0, best.stderr
+    stored = json.loads(best.stdout)
+    assert warm["config"] == [{"BLOCK": stored["BLOCK"]}, stored["num_warps"],
+                              stored["num_stages"]]
+    assert "tier exact" in best.stderr
+
+    again = run_cli(["revalidate", "--kernel", MULTI, "--json"], cli_env, timeout=600)
+    assert again.returncode in (0, 1), again.stderr
+    verdicts = {r["verdict"] for r in json.loads(again.stdout)}
+    assert verdicts <= {"same", "improved", "regressed"}, again.stdout
+
+
+@pytest.mark.parametrize(("ref", "message"), [
+    ("tests/kernels/byo_no_reference.py:double",
+     "has no double_reference: add `def double_reference(same arguments as double)`"),
+    ("tests/kernels/byo_no_reference.py:double_kernel",
+     "double_kernel is a kernel and no function of the module launch it"),
+])
+def test_a_missing_partner_is_one_line_saying_what_to_add(cli_env, ref, message):
+    proc = run_cli(["tune", ref, "--shape", "n=100"], cli_env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in proc.stderr and "Traceback" not in proc.stderr

@@ -1,0 +1,195 @@
+"""``tuner.autotune``: a drop-in for ``@triton.autotune`` that launches with tuned configs.
+
+    import tuner
+
+    @tuner.autotune(configs=[triton.Config({"BLOCK": 1024}, num_warps=4), ...],
+                    key=["n_rows", "n_cols"])
+    @triton.jit
+    def softmax_kernel(x_ptr, y_ptr, n_rows, n_cols, BLOCK: tl.constexpr): ...
+
+    softmax_kernel[grid](x, y, n_rows, n_cols)     # unchanged call sites
+
+At each launch the values of ``key`` are the problem (``{"n_rows": 4096, "n_cols": 1000}``),
+the first tensor argument's dtype the dtype, and ``tuner.best_config`` finds the tuned config
+(from ``source``, ``TUNER_BEST_CONFIGS`` or the service database; exact, bucket or nearest
+tier, for this process's device kind). The kernel then runs with that config's
+meta-parameters and launch options (``num_warps``, ``num_stages``, ``num_ctas``,
+``maxnreg``). With no tuned config — nothing stored, an unreadable source, or a stored config
+that lacks one of the kernel's meta-parameters — the launch falls back to the kernel's own
+configs through Triton's autotuner, exactly as ``@triton.autotune`` would (on the Triton
+interpreter, which Triton's autotuner cannot benchmark on, the first of them). Every other keyword
+(``prune_configs_by``, ``reset_to_zero``, ``restore_value``, ``pre_hook``, ``post_hook``, …) is
+Triton's and goes to it. A production launch never raises because of the lookup: a failing
+source gives one warning per process and the fallback.
+
+``record_missing=True`` (or a path) appends every problem served by anything but the exact
+tier to a JSON-lines file (``TUNER_MISSING_SHAPES``, default ``<data dir>/missing-shapes.jsonl``)
+once per process; ``tuner tune --missing FILE`` tunes them later. The answer for a key is looked
+up once per process and cached: later launches cost one dict lookup more than Triton's own.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import threading
+import warnings
+from collections.abc import Callable
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tuner.core.launch import triton_form
+from tuner.lookup import best_config
+
+#: torch dtype names (``str(tensor.dtype)``) → the service's dtype names.
+DTYPE_NAMES = {"torch.float32": "fp32", "torch.float16": "fp16", "torch.bfloat16": "bf16",
+               "torch.float8_e4m3fn": "fp8e4m3"}
+_LOCK = threading.Lock()
+
+
+def missing_shapes_path() -> Path:
+    """Where ``record_missing=True`` writes: ``TUNER_MISSING_SHAPES``, else the data dir."""
+    if os.environ.get("TUNER_MISSING_SHAPES"):
+        return Path(os.environ["TUNER_MISSING_SHAPES"])
+    from tuner.core.settings import data_dir_of
+
+    return data_dir_of() / "missing-shapes.jsonl"
+
+
+class TunedKernel:
+    """An autotuned Triton kernel that launches with tuned configs (see the module docstring).
+
+    Attributes Triton's autotuner has (``configs``, ``keys``, ``fn``, ``arg_names``,
+    ``best_config`` …) are its own, so tools that read them keep working."""
+
+    def __init__(self, autotuner: Any, name: str, key: list[str], dtype: str | None,
+                 device_kind: str | None, source: str | None,
+                 record_missing: bool | str | Path) -> None:
+        self._autotuner = autotuner
+        self.tuner_name = name
+        self._key = list(key)
+        self._dtype = dtype
+        self._device_kind = device_kind
+        self._source = source
+        self._record = record_missing
+        self._answers: dict[tuple[Any, ...], Any] = {}
+        self._recorded: set[tuple[Any, ...]] = set()
+        self._meta = {p for p in autotuner.arg_names}
+        hooks = {id(c.pre_hook): c.pre_hook for c in autotuner.configs}
+        self._pre_hook = next(iter(hooks.values())) if len(hooks) == 1 else None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_autotuner"], name)
+
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
+        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        config = self.tuned_config(*args, **kwargs)
+        if config is None:
+            if os.environ.get("TRITON_INTERPRET") != "1" or len(self._autotuner.configs) < 2:
+                return self._autotuner.run(*args, **kwargs)  # the kernel's own configs
+            # Triton's autotuner cannot benchmark on the interpreter (it has no driver there):
+            # its first config, as a single-config @triton.autotune would run.
+            config = self._autotuner.configs[0]
+        self._autotuner.best_config = config
+        if config.pre_hook is not None:
+            nargs = dict(zip(self._autotuner.arg_names, args, strict=False))
+            config.pre_hook({**nargs, **kwargs, **config.all_kwargs()})
+        return self._autotuner.fn.run(*args, **kwargs, **config.all_kwargs())
+
+    def warmup(self, *args: Any, **kwargs: Any) -> Any:
+        return self._autotuner.warmup(*args, **kwargs)
+
+    def tuned_config(self, *args: Any, **kwargs: Any) -> Any:
+        """The ``triton.Config`` a launch with these arguments uses, or None (fallback)."""
+        nargs = {**dict(zip(self._autotuner.arg_names, args, strict=False)), **kwargs}
+        values = tuple(nargs.get(k) for k in self._key)
+        dtype = self._dtype or next((DTYPE_NAMES.get(str(v.dtype), str(v.dtype))
+                                     for v in nargs.values() if hasattr(v, "dtype")), "fp32")
+        cache_key = (*values, dtype)
+        try:
+            return self._answers[cache_key]
+        except KeyError:
+            pass
+        with _LOCK:
+            answer = self._answers[cache_key] = self._look_up(values, dtype, kwargs)
+        return answer
+
+    def _look_up(self, values: tuple[Any, ...], dtype: str, given: Mapping[str, Any]) -> Any:
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            return None  # a key that is not a size cannot be a tuned problem
+        problem = dict(zip(self._key, values, strict=True))
+        try:
+            found = best_config(self.tuner_name, problem, dtype, self._device_kind,
+                                source=self._source)
+        except Exception as exc:  # never fail a production launch over a lookup
+            warnings.warn(f"tuner: lookup of {self.tuner_name} failed ({exc}); using the "
+                          "kernel's own configs", RuntimeWarning, stacklevel=4)
+            found = None
+        if self._record and (found is None or found.tier != "exact"):
+            self._note_missing(problem, dtype, None if found is None else found.tier)
+        if found is None or found.tier == "default":
+            return None
+        return self._as_triton(found, given)
+
+    def _as_triton(self, found: Mapping[str, Any], given: Mapping[str, Any]) -> Any:
+        import triton
+
+        form = triton_form(found)
+        own = {k for c in self._autotuner.configs for k in c.kwargs}
+        meta = {k: v for k, v in form["kwargs"].items() if k in self._meta}
+        if not own <= set(meta) | set(given):
+            return None  # stored for another kernel of that name: do not guess
+        form["kwargs"] = {k: v for k, v in meta.items() if k not in given}
+        return triton.Config(**form, pre_hook=self._pre_hook)
+
+    def _note_missing(self, problem: dict[str, int], dtype: str, tier: str | None) -> None:
+        from tuner.core.local_device import local_device_kind
+
+        key = (tuple(problem.items()), dtype)
+        if key in self._recorded:
+            return
+        self._recorded.add(key)
+        fn = self._autotuner.fn
+        while hasattr(fn, "fn"):
+            fn = fn.fn
+        try:
+            source_file = inspect.getsourcefile(fn)
+        except TypeError:
+            source_file = None
+        line = {"kernel": self.tuner_name, "file": source_file, "problem": problem,
+                "dtype": dtype, "device_kind": self._device_kind or local_device_kind(),
+                "served": tier or "none"}
+        path = missing_shapes_path() if self._record is True else Path(str(self._record))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a") as f:
+                f.write(json.dumps(line, sort_keys=True) + "\n")
+        except OSError as exc:
+            warnings.warn(f"tuner: cannot record a missing shape in {path} ({exc})",
+                          RuntimeWarning, stacklevel=5)
+
+
+def autotune(configs: list[Any], key: list[str], *, name: str | None = None,
+             dtype: str | None = None, device_kind: str | None = None,
+             source: str | None = None, record_missing: bool | str | Path = False,
+             **triton_options: Any) -> Callable[[Any], TunedKernel]:
+    """Decorate a ``@triton.jit`` kernel like ``@triton.autotune`` (see the module docstring).
+
+    ``name``: the kernel name the results were stored under (default: the function's name,
+    which is what ``tuner tune path.py:launcher`` stores); ``dtype``: the dtype to look up
+    (default: the first tensor argument's); ``device_kind``: default this process's device."""
+    import triton
+
+    def decorate(fn: Any) -> TunedKernel:
+        inner = triton.autotune(configs=configs, key=key, **triton_options)(fn)
+        base = fn
+        while hasattr(base, "fn"):
+            base = base.fn
+        return TunedKernel(inner, name or base.__name__, key, dtype, device_kind, source,
+                           record_missing)
+
+    return decorate
