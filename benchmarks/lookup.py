@@ -6,7 +6,11 @@ One run, one machine:
   ``--batches`` batches of ``--calls`` calls, beside a plain ``dict`` lookup plus copy of the
   same config in the same run (the floor);
 * **first call**: the uncached call for a new key (cache cleared before each), against an
-  export file, SQLite and a private PostgreSQL, each holding ``--rows`` best configs.
+  export file, SQLite and a private PostgreSQL, each holding ``--rows`` best configs;
+* **default source**: the same with no ``source=`` (``TUNER_BEST_CONFIGS`` names the export,
+  resolved once per process);
+* **tuner.autotune**: what a launch through ``tuner.autotune`` adds before Triton's launch
+  (``TunedKernel.tuned_config`` on the launch arguments, cached), beside the dict floor.
 
 The rows come from one real tuning job (matmul on the interpreter, 2 trials) whose best-config
 row is copied to ``--rows`` problems. Prints a table and writes JSON (``--out``).
@@ -66,7 +70,7 @@ def populate(db_url: str, rows: int) -> None:
     engine.dispose()
 
 
-def hot_path_us(source: str, calls: int, batches: int) -> dict[str, float]:
+def hot_path_us(source: str | None, calls: int, batches: int) -> dict[str, float]:
     problem = _problem(7)
     lookup.clear_cache()
     answer = lookup.best_config(KERNEL, problem, DTYPE, source=source)
@@ -86,7 +90,41 @@ def hot_path_us(source: str, calls: int, batches: int) -> dict[str, float]:
     return {"best_config_us": statistics.median(ours), "dict_us": statistics.median(floor)}
 
 
-def first_call_ms(source: str, repeats: int = 5) -> float:
+def autotune_overhead_us(source: str, calls: int, batches: int) -> dict[str, float]:
+    """Per-launch cost of ``tuner.autotune``'s config choice (no kernel launched)."""
+    import os
+
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    import torch
+
+    from tuner.autotune import autotune
+    from tuner.kernels.matmul import _matmul_kernel
+
+    seeds = [{"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 1}]
+    import triton
+
+    kernel = autotune(configs=[triton.Config(c) for c in seeds], key=["M", "N", "K"],
+                      name=KERNEL, source=source)(_matmul_kernel)
+    a = torch.empty(1, dtype=torch.float16)
+    p = _problem(7)
+    args = (a, a, a, a, a, a, a, p["M"], p["N"], p["K"])
+    lookup.clear_cache()
+    assert kernel.tuned_config(*args) is not None
+    plain = {(KERNEL, tuple(sorted(p.items())), DTYPE): seeds[0]}
+    key = (KERNEL, tuple(sorted(p.items())), DTYPE)
+
+    def batch(fn: Any) -> float:
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        return (time.perf_counter() - start) / calls * 1e6
+
+    ours = [batch(lambda: kernel.tuned_config(*args)) for _ in range(batches)]
+    floor = [batch(lambda: dict(plain[key])) for _ in range(batches)]
+    return {"best_config_us": statistics.median(ours), "dict_us": statistics.median(floor)}
+
+
+def first_call_ms(source: str | None, repeats: int = 5) -> float:
     times = []
     for i in range(repeats):
         lookup.clear_cache()
@@ -98,6 +136,8 @@ def first_call_ms(source: str, repeats: int = 5) -> float:
 
 
 def main() -> None:
+    import os
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--calls", type=int, default=100_000)
@@ -126,6 +166,13 @@ def main() -> None:
                                   for name, src in sources.items()}
             report["first_call_ms"] = {name: first_call_ms(src)
                                        for name, src in sources.items()}
+            os.environ["TUNER_BEST_CONFIGS"] = str(export)
+            report["hot_path"]["default source"] = hot_path_us(None, args.calls,
+                                                               args.batches)
+            report["first_call_ms"]["default source"] = first_call_ms(None)
+            report["hot_path"]["tuner.autotune"] = autotune_overhead_us(
+                str(export), args.calls, args.batches)
+            report["first_call_ms"]["tuner.autotune"] = float("nan")
         finally:
             postgres.close()
     print(f"\nlookup of one config among {args.rows} stored (median of {args.batches} "

@@ -209,7 +209,7 @@ def _choose(entries: list[dict[str, Any]], problem: Mapping[str, int],
     return None
 
 
-def _default_kind(source: str) -> str:
+def default_kind(source: str) -> str:
     """This process's device kind, or an export's single kind when this process's is a guess."""
     from tuner.core.local_device import device_is_known
 
@@ -224,7 +224,7 @@ def _tuned(source: str, kernel: str, problem: Mapping[str, int], dtype: str,
            device_kind: str | None, bucket: str) -> TunedConfig | None:
     """The tuned tiers' answer; raises when the source cannot be read."""
     entries = stored_entries(source, kernel, dtype)
-    wanted = device_kind if device_kind is not None else _default_kind(source)
+    wanted = device_kind if device_kind is not None else default_kind(source)
     if wanted != ANY_DEVICE:
         entries = [e for e in entries if e["device_kind"] == wanted]
     chosen = _choose(entries, problem, BUCKETS[bucket])

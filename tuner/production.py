@@ -32,14 +32,20 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def stored_configs(kernel: str, dtype: str, device_kind: str | None = None,
                    source: str | None = None) -> list[tuple[dict[str, Any], float]]:
-    """Distinct stored best configs of a kernel (all problems), best fraction first."""
+    """Distinct stored best configs of a kernel (all problems), best fraction first, of
+    ``device_kind`` (default: this process's device, as ``best_config`` decides; ``"any"``:
+    every kind). Raises when the source cannot be read."""
+    from tuner.lookup import ANY_DEVICE
+    from tuner.lookup import default_kind
     from tuner.lookup import default_source
     from tuner.lookup import stored_entries
 
-    entries = stored_entries(source or default_source(), kernel, dtype)
+    src = source or default_source()
+    entries = stored_entries(src, kernel, dtype)
+    wanted = device_kind if device_kind is not None else default_kind(src)
     best: dict[str, tuple[dict[str, Any], float]] = {}
     for e in entries:
-        if device_kind is not None and e["device_kind"] != device_kind:
+        if wanted != ANY_DEVICE and e["device_kind"] != wanted:
             continue
         key = repr(sorted(e["config"].items()))
         if key not in best or e["fraction"] > best[key][1]:
@@ -61,7 +67,8 @@ def to_triton_config(config: Mapping[str, Any]) -> Any:
 def triton_configs(kernel: str, dtype: str, device_kind: str | None = None, top_k: int = 4,
                    source: str | None = None) -> list[Any]:
     """The ``top_k`` best distinct stored configs as ``triton.Config`` objects, for
-    ``@triton.autotune(configs=...)``; raises ``LookupError`` when none is stored."""
+    ``@triton.autotune(configs=...)``, of ``device_kind`` (default: this process's device);
+    raises ``LookupError`` when none is stored."""
     found = stored_configs(kernel, dtype, device_kind, source)[:top_k]
     if not found:
         raise LookupError(f"no tuned configs for {kernel} {dtype}"

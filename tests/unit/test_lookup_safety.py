@@ -154,3 +154,16 @@ def test_exports_speak_triton_config():
     assert (again.kwargs, again.num_warps, again.num_stages) == (form["kwargs"], 8, 4)
     flat = to_triton_config({"BLOCK_M": 16, "num_warps": 2, "maxnreg": 128})
     assert (flat.kwargs, flat.num_warps, flat.maxnreg) == ({"BLOCK_M": 16}, 2, 128)
+
+
+def test_triton_configs_default_to_this_device_too(tmp_path, monkeypatch):
+    from tuner.production import triton_configs
+
+    src = _write(tmp_path / "h100.json", _entry(H100))
+    monkeypatch.setenv("TUNER_DEVICE_KIND", "cpu")
+    clear_cache()
+    with pytest.raises(LookupError):
+        triton_configs("matmul", "bf16", source=src)
+    (config,) = triton_configs("matmul", "bf16", "any", source=src)
+    assert (config.kwargs, config.num_warps, config.num_stages) == (
+        {"BLOCK_M": 128, "BLOCK_N": 256}, 8, 4)

@@ -12,7 +12,9 @@ A plain ``@triton.jit`` kernel is tuned through a ``KernelSpec`` written by hand
 
 The launch bypasses the autotuner (its ``fn`` is the ``@triton.jit`` kernel) and passes the
 config's meta-parameters, ``num_warps`` and ``num_stages`` explicitly. Pre/post hooks and
-``prune_configs_by`` of the decorator are not applied.
+``prune_configs_by`` of the decorator are not applied here; a module tuned by convention
+(launcher, ``NAME_inputs``, ``NAME_reference``: ``tuner.kernels.convention``) needs no spec at
+all and honours them.
 """
 
 from __future__ import annotations

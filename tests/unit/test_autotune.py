@@ -1,0 +1,81 @@
+"""``tuner.autotune`` on the built-in matmul kernel: tuned configs by the decorator's key, in
+Triton's terms, and a fallback to the kernel's own configs that never raises."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+import triton
+
+from tuner.autotune import autotune
+from tuner.kernels.matmul import _matmul_kernel
+from tuner.lookup import clear_cache
+
+TUNED = {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 16, "GROUP_M": 2, "num_warps": 2,
+         "num_stages": 2}
+OWN = triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 1}, num_warps=4)
+
+
+@pytest.fixture()
+def export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("TUNER_DEVICE_KIND", "cpu")
+    clear_cache()
+    entry = {"kernel": "matmul", "problem": {"M": 64, "N": 64, "K": 64}, "dtype": "fp32",
+             "device_kind": "cpu", "config": TUNED, "fraction": 0.5, "fingerprint": {}}
+    path = tmp_path / "best.json"
+    path.write_text(json.dumps({"schema": 1, "exported_at": "", "source": "t",
+                                "configs": [entry], "defaults": {}}))
+    yield str(path)
+    clear_cache()
+
+
+def _matmul(kernel, m: int, n: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    a, b = torch.randn(m, k), torch.randn(k, n)
+    c = torch.empty(m, n)
+    grid = lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)  # noqa: E731
+    kernel[grid](a, b, c, c, c, c, c, m, n, k, a.stride(0), a.stride(1), b.stride(0),
+                 b.stride(1), c.stride(0), c.stride(1), c.stride(0), c.stride(1), 1e-5,
+                 UPCAST=False)
+    return c, a @ b
+
+
+def test_the_builtin_matmul_launches_with_its_tuned_config(export):
+    kernel = autotune(configs=[OWN], key=["M", "N", "K"], name="matmul",
+                      source=export)(_matmul_kernel)
+    out, expected = _matmul(kernel, 64, 64, 64)
+    assert torch.allclose(out, expected, atol=1e-3)
+    used = kernel.best_config
+    assert used.kwargs == {k: TUNED[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")}
+    assert (used.num_warps, used.num_stages) == (2, 2)
+    # 48 shares 64's power-of-two bucket: the bucket tier serves the same config.
+    out, expected = _matmul(kernel, 48, 48, 48)
+    assert torch.allclose(out, expected, atol=1e-3) and kernel.best_config.num_warps == 2
+
+
+def test_no_tuned_config_falls_back_to_the_kernel_own_and_never_raises(export, tmp_path):
+    other = autotune(configs=[OWN], key=["M", "N", "K"], name="matmul", dtype="bf16",
+                     source=export)(_matmul_kernel)  # nothing stored for bf16
+    out, expected = _matmul(other, 64, 64, 64)
+    assert torch.allclose(out, expected, atol=1e-3) and other.best_config is OWN
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        unread = autotune(configs=[OWN], key=["M", "N", "K"], name="matmul",
+                          source=str(broken))(_matmul_kernel)
+        out, expected = _matmul(unread, 64, 64, 64)
+        _matmul(unread, 32, 32, 32)
+    assert torch.allclose(out, expected, atol=1e-3) and unread.best_config is OWN
+    assert len([w for w in caught if "cannot read tuned configs" in str(w.message)]) == 1
+
+
+def test_a_stored_config_missing_a_meta_parameter_is_not_guessed(export):
+    needs_more = triton.Config({**OWN.kwargs, "SPLIT_K": 1})
+    kernel = autotune(configs=[needs_more], key=["M", "N", "K"], name="matmul",
+                      source=export)(_matmul_kernel)
+    a = torch.empty(1)
+    assert kernel.tuned_config(a, a, a, a, a, a, a, 64, 64, 64) is None
