@@ -36,12 +36,15 @@ def test_signatures_mask_what_varies_between_configs():
                              ("crashed", "y")]) == ("timeout: x 1", 2, 3)
 
 
+def _tune(ref: str, trials: int, env: dict[str, str]) -> tuple[int, str]:
+    proc = run_cli(["tune", ref, "--shape", "N=1000", "--backend", "interpret", "--trials",
+                    str(trials), "--seed", "0"], env, timeout=600)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
 def test_the_same_compile_error_stops_the_problem(cli_env, tmp_path):
-    proc = run_cli(["tune", f"{FAULT_KERNEL}:ALWAYS_BROKEN", "--shape", "N=1000",
-                    "--backend", "interpret", "--trials", "50", "--seed", "0"],
-                   cli_env, timeout=600)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 1, out
+    returncode, out = _tune(f"{FAULT_KERNEL}:ALWAYS_BROKEN", 50, cli_env)
+    assert returncode == 1, out
     assert f"the same failure on {SAME_FAILURE_STOP} configs in a row, none passed" in out
     assert f"no config succeeded; {SAME_FAILURE_STOP} of {SAME_FAILURE_STOP} failed with " \
            "compile_error" in out
@@ -52,11 +55,8 @@ def test_the_same_compile_error_stops_the_problem(cli_env, tmp_path):
 
 
 def test_an_interpreter_limit_is_one_line_that_says_what_still_works(cli_env, tmp_path):
-    proc = run_cli(["tune", f"{LIBDEVICE_KERNEL}:ERFCINV", "--shape", "N=1000",
-                    "--backend", "interpret", "--trials", "10", "--seed", "0"],
-                   cli_env, timeout=600)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 1, out
+    returncode, out = _tune(f"{LIBDEVICE_KERNEL}:ERFCINV", 10, cli_env)
+    assert returncode == 1, out
     assert "the Triton interpreter has no libdevice.erfcinv" in out, out
     assert "interpreter_limit_kernel.py:" in out and "--static-check" in out
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'data' / 'tuner.db'}")
