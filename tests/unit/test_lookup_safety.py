@@ -167,3 +167,21 @@ def test_triton_configs_default_to_this_device_too(tmp_path, monkeypatch):
     (config,) = triton_configs("matmul", "bf16", "any", source=src)
     assert (config.kwargs, config.num_warps, config.num_stages) == (
         {"BLOCK_M": 128, "BLOCK_N": 256}, 8, 4)
+
+
+def test_the_generated_module_gives_a_triton_config(tmp_path):
+    import importlib.util
+
+    from tuner.export import python_module
+
+    doc = {"exported_at": "", "source": "t", "configs": [_entry(H100)]}
+    path = tmp_path / "tuned_configs.py"
+    path.write_text(python_module(doc))
+    spec = importlib.util.spec_from_file_location("tuned_configs_test", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    config = module.triton_config("matmul", BIG, "bf16", "h100-sxm")
+    assert (config.kwargs, config.num_warps, config.num_stages) == (
+        {"BLOCK_M": 128, "BLOCK_N": 256}, 8, 4)
+    assert module.triton_config("matmul", BIG, "fp8e4m3") is None

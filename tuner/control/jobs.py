@@ -44,8 +44,9 @@ def validate(spec: JobSpec, kernel: KernelSpec) -> list[str]:
     """Every reason ``spec`` cannot run (empty when it can)."""
     errors = list(kernel.dtype_errors(spec.dtype))
     if not spec.problems:
+        example = kernel.example_problem or {d: 512 for d in kernel.dims}
         errors.append("no problem given (e.g. --shape " + ",".join(
-            f"{d}={v}" for d, v in (kernel.example_problem or {}).items()) + ")")
+            f"{d}={v}" for d, v in example.items()) + ")")
     if spec.sampler not in SEARCHES:
         errors.append(f"unknown sampler {spec.sampler!r} (choose from "
                       f"{', '.join(SEARCHES.names())})")
