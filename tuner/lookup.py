@@ -179,7 +179,8 @@ def _warn_once(source: str, exc: BaseException) -> None:
     if source in _FAILED:
         return
     shown = source if _is_file_source(source) else source.split("@")[-1]  # no password
-    _FAILED[source] = f"{type(exc).__name__}: {exc}"
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    _FAILED[source] = f"{type(exc).__name__}: {first}"
     warnings.warn(f"tuner: cannot read tuned configs from {shown} ({_FAILED[source]}); "
                   "serving defaults", RuntimeWarning, stacklevel=4)
 

@@ -146,3 +146,23 @@ def test_no_task_the_bounds_allow_outlives_the_visibility_timeout():
 
     config = celery_config(Settings(db_url="sqlite://", cache_dir=None))  # type: ignore[arg-type]
     assert config["broker_transport_options"]["visibility_timeout"] == VISIBILITY_TIMEOUT_S
+
+
+def test_interpreter_limits_are_named_in_one_line():
+    from triton.runtime.errors import InterpreterError
+
+    from workers.interpreter_limits import explain
+
+    def kernel_line() -> None:
+        raise AttributeError("'float' object has no attribute 'to'")
+
+    try:
+        try:
+            kernel_line()
+        except AttributeError as cause:
+            raise InterpreterError(repr(cause)) from cause
+    except InterpreterError as exc:
+        text = explain(exc)
+    assert text is not None and "cannot call .to on a Python number" in text
+    assert "test_hardening.py:" in text and "--static-check" in text and "\n" not in text
+    assert explain(ValueError("not the interpreter")) is None

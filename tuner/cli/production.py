@@ -73,6 +73,7 @@ def best(
     """Print the config to use for a kernel, problem and dtype as JSON; the tier that served
     it (exact, bucket, nearest, default), the device kind and any staleness go to stderr.
     Exit status 1 when nothing is tuned for it, 2 on bad input or an unreadable source."""
+    from db.session import safe_url
     from tuner.core.local_device import local_device_kind
     from tuner.lookup import best_config
     from tuner.lookup import default_source
@@ -93,7 +94,8 @@ def best(
         warnings.simplefilter("ignore", RuntimeWarning)
         config = best_config(name, problem, dtype, device_kind, source=src)
     if source_error(src):
-        raise UsageError(f"cannot read tuned configs from {src}: {source_error(src)}")
+        shown = safe_url(src) if "://" in src else src
+        raise UsageError(f"cannot read tuned configs from {shown}: {source_error(src)}")
     where = device_kind or local_device_kind()
     if config is None:
         err.print(f"no tuned config for {name} {shape} {dtype} on {where}"
