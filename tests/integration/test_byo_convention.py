@@ -50,7 +50,8 @@ def _use(env: dict[str, str], missing) -> dict:
                           env={**env, "TRITON_INTERPRET": "1"}, cwd=ROOT, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    result: dict = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
 
 
 def test_a_module_by_convention_tunes_serves_and_revalidates(cli_env, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ OWN = triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 1},
 
 
 @pytest.fixture()
-def export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+def export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setenv("TUNER_DEVICE_KIND", "cpu")
     clear_cache()
     entry = {"kernel": "matmul", "problem": {"M": 64, "N": 64, "K": 64}, "dtype": "fp32",
