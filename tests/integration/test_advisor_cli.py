@@ -17,6 +17,15 @@ def _json(args, env):
     return json.loads(run_cli([*args, "--json"], env, check=True).stdout)
 
 
+def _accounted_once(plan: dict) -> None:
+    """Each operator's time in one job: shares within the run, gains within its time."""
+    jobs = plan["jobs"]
+    assert sum(j["gain_share"] for j in jobs) <= 1.0
+    assert sum(j["gain_ms"] for j in jobs) <= plan["wall_ms"]
+    problems = [(j["kernel"], json.dumps(j["problem"]), j["dtype"]) for j in jobs]
+    assert len(problems) == len(set(problems))
+
+
 def test_roofline_tokens_for_a_transformer_matmul(cli_env):
     data = _json(["roofline", "--tokens-for", "K=8192,N=8192", "--dtype", "bf16"], cli_env)
     h100 = next(d for d in data["devices"] if d["device_kind"] == "h100-sxm")
@@ -50,6 +59,7 @@ def test_plan_for_a_transformer_block_submits_jobs(cli_env, tmp_path):
     assert "matmul+bias" in kernels and "matmul+bias+gelu" in kernels  # matmuls and a chain
     assert sum(j["trials"] for j in jobs) == 120
     assert [j["gain_ms"] for j in jobs] == sorted((j["gain_ms"] for j in jobs), reverse=True)
+    _accounted_once(plan)
     engine = sa.create_engine(db)
     with engine.connect() as conn:
         stored = conn.execute(sa.text("SELECT kernel FROM tuner_jobs ORDER BY id")).scalars()
@@ -62,6 +72,7 @@ def test_plan_reads_a_saved_profile(cli_env, tmp_path):
     run_cli(["profile", MLP, "--out", str(out)], cli_env, check=True)
     plan = _json(["plan", str(out), "--trials", "40"], cli_env)
     assert plan["jobs"] and sum(j["trials"] for j in plan["jobs"]) == 40
+    _accounted_once(plan)
 
 
 @pytest.mark.parametrize(("args", "message"), [

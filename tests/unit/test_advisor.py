@@ -3,6 +3,7 @@ checked against hand counts."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -14,6 +15,7 @@ from tuner.advisor.fusion import Call
 from tuner.advisor.fusion import find_chains
 from tuner.advisor.op_costs import op_cost
 from tuner.advisor.plan import make_plan
+from tuner.advisor.plan import operator_job
 from tuner.advisor.profile import summarise
 from tuner.advisor.roofline_view import compute_bound_tokens
 from tuner.advisor.roofline_view import roofline_answer
@@ -125,6 +127,26 @@ def test_plan_splits_the_budget_by_gain_largest_first():
     assert gains == sorted(gains, reverse=True)
     assert jobs[0].trials == max(j.trials for j in jobs)
     kernels = {j.kernel for j in jobs}
-    assert {"matmul+bias", "matmul+bias+gelu", "layernorm"} <= kernels
+    # both linears and the layer norm run inside chains: the chains' jobs account for them
+    assert kernels == {"matmul+bias+gelu", "matmul+bias+residual"}
     with pytest.raises(ValueError):
         make_plan(p, total_trials=0)
+
+
+def test_plan_counts_each_operator_call_once():
+    p = summarise("prog", _calls(), wall_ms=20.0, device="cpu", device_kind="cpu",
+                  peaks={"fp32": 0.1}, bandwidth_gbps=10.0, target_kind="h100-sxm")
+    jobs = make_plan(p, total_trials=100, min_trials=5)
+    assert sum(j.gain_share for j in jobs) <= 1.0
+    assert sum(j.gain_ms for j in jobs) <= p.wall_ms
+    chained = {(op, json.dumps(shapes)) for c in p.chains if c.service_kernel
+               for op, shapes in zip(c.ops, c.shapes, strict=True)}
+    for j in jobs:  # an operator job keeps only calls that no chain job covers
+        if j.source == "operator":
+            op = j.detail.split(" ×")[0]
+            group = next(g for g in p.groups if g.op == op and
+                         operator_job(g) == (j.kernel, j.problem))
+            assert (op, json.dumps(group.shapes)) not in chained or "in chains" in j.detail
+    # the layer norm of the down-projection chain is not also a job of its own
+    assert not any(j.kernel == "layernorm" and j.source == "operator" and
+                   j.problem == {"M": 64, "N": 32} for j in jobs)

@@ -5,13 +5,17 @@ Candidates are the profiled operators the service has a kernel for (``aten::line
 ``scaled_dot_product_attention`` → ``attention``) and the fusable chains that match a tunable
 chain or epilogue. The expected gain of each is its largest possible saving on the device that
 ran the profile (its time minus its roofline time; for a chain, the chain's time minus the
-fused chain's roofline time). The total trial budget is split in proportion to the gains, at
+fused chain's roofline time). **Each operator call is counted once**: the calls a tunable
+chain covers belong to the chain's job, and an operator's own job keeps only the gain of its
+remaining calls (pro rata), so the shares add up to at most the operators' share of the run and
+the expected gains to at most its time. The total trial budget is split in proportion to the gains, at
 least ``min_trials`` each, largest gain first; candidates with no gain, or in a dtype the
 kernel has no variant for (e.g. fp32 attention), get no job.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict
 from dataclasses import dataclass
@@ -88,20 +92,32 @@ def _supports(kernel: str, dtype: str) -> bool:
 def candidates(profile: Profile) -> list[PlanEntry]:
     wall = profile.wall_ms or 1.0
     found = []
-    for g in profile.groups:
-        job = operator_job(g)
-        if job is None or g.compute_dtype not in SUPPORTED_DTYPES or not g.saving_ms:
-            continue
-        kernel, problem = job
-        found.append(PlanEntry(kernel, problem, g.compute_dtype, g.saving_ms,
-                               g.saving_ms / wall, "operator", f"{g.op} ×{g.calls}"))
+    covered: dict[str, int] = {}  # calls of (op, shapes) that a chain's job accounts for
     for c in profile.chains:
         if not c.service_kernel or not c.problem or c.dtype not in SUPPORTED_DTYPES \
-                or not c.saving_ms:
+                or not c.saving_ms or not _supports(c.service_kernel, c.dtype):
             continue
         found.append(PlanEntry(c.service_kernel, dict(c.problem), c.dtype, c.saving_ms,
                                c.saving_ms / wall, "chain",
                                " → ".join(c.ops) + f" ×{c.occurrences}"))
+        for op, shapes in zip(c.ops, c.shapes, strict=False):
+            key = json.dumps([op, shapes])
+            covered[key] = covered.get(key, 0) + c.occurrences
+    for g in profile.groups:
+        job = operator_job(g)
+        if job is None or g.compute_dtype not in SUPPORTED_DTYPES or not g.saving_ms:
+            continue
+        key = json.dumps([g.op, g.shapes])
+        left = max(0, g.calls - covered.get(key, 0))
+        covered[key] = max(0, covered.get(key, 0) - g.calls)  # one group per dtype set
+        if left == 0:
+            continue  # every call of it is inside a chain that has its own job
+        kernel, problem = job
+        gain = g.saving_ms * left / max(g.calls, 1)
+        detail = f"{g.op} ×{left}" + (f" (of {g.calls}; the rest in chains)"
+                                      if left < g.calls else "")
+        found.append(PlanEntry(kernel, problem, g.compute_dtype, gain, gain / wall,
+                               "operator", detail))
     found = [e for e in found if _supports(e.kernel, e.dtype)]
     merged: dict[tuple[str, str, str], PlanEntry] = {}
     for e in found:  # the same kernel and problem from several places: one job, gains added

@@ -189,7 +189,8 @@ def plan_command(source: str, args: list[str], device_kind: str, total: int, min
         raise UsageError(str(exc)) from None
     jobs: list[dict[str, Any]] = [e.to_json() | {"command": e.command(device_kind)}
                                   for e in entries]
-    data = {"program": profile.program, "device_kind": device_kind, "jobs": jobs}
+    data = {"program": profile.program, "device_kind": device_kind,
+            "wall_ms": profile.wall_ms, "jobs": jobs}
     if submit:
         for e, job in zip(entries, jobs, strict=True):
             job["job_id"] = submit_entry(e)
