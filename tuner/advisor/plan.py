@@ -8,9 +8,9 @@ ran the profile (its time minus its roofline time; for a chain, the chain's time
 fused chain's roofline time). **Each operator call is counted once**: the calls a tunable
 chain covers belong to the chain's job, and an operator's own job keeps only the gain of its
 remaining calls (pro rata), so the shares add up to at most the operators' share of the run and
-the expected gains to at most its time. The total trial budget is split in proportion to the gains, at
-least ``min_trials`` each, largest gain first; candidates with no gain, or in a dtype the
-kernel has no variant for (e.g. fp32 attention), get no job.
+the expected gains to at most its time. The total trial budget is split in proportion to the
+gains, at least ``min_trials`` each, largest gain first; candidates with no gain, or in a dtype
+the kernel has no variant for (e.g. fp32 attention), get no job.
 """
 
 from __future__ import annotations

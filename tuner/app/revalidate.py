@@ -42,6 +42,7 @@ class Revalidation:
     change: float | None  # new / stored − 1
     noise: float | None
     verdict: str  # same | regressed | improved | <failure status> | skipped
+    error: str | None = None  # why it could not be measured (first line)
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -99,8 +100,9 @@ def revalidate(settings: Settings, kernel: str | None = None, device_kind: str |
                 problem=dict(row.problem), dtype=row.dtype, params=dict(row.config),
                 backend=backend, device_kind=row.device_kind))
             if m.status != "ok" or m.median_ms is None:
+                first = next((line for line in (m.error or "").splitlines() if line), None)
                 results.append(Revalidation(**base, new_ms=None, change=None, noise=None,
-                                            verdict=m.status))
+                                            verdict=m.status, error=first))
                 continue
             noise = max(threshold, 3 * (m.cv or 0.0))
             change = m.median_ms / row.median_ms - 1

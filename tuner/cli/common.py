@@ -9,6 +9,8 @@ itself failed (e.g. a GPU backend that cannot start).
 from __future__ import annotations
 
 import functools
+import os
+import sys
 from collections.abc import Callable
 from typing import Annotated
 from typing import Any
@@ -20,8 +22,19 @@ from rich.console import Console
 from tuner.core.parsing import UsageError
 from tuner.core.settings import Settings
 
-console = Console()
-err = Console(stderr=True)
+#: Output piped to a file or another program is not cut at 80 columns (a terminal's own width
+#: still applies; ``COLUMNS`` overrides both).
+PIPED_WIDTH = 200
+
+
+def _console(stderr: bool) -> Console:
+    stream = sys.stderr if stderr else sys.stdout
+    piped = not stream.isatty() and "COLUMNS" not in os.environ
+    return Console(stderr=stderr, width=PIPED_WIDTH if piped else None)
+
+
+console = _console(stderr=False)
+err = _console(stderr=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
 

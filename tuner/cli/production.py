@@ -183,6 +183,9 @@ def revalidate(
                           f"{r.change:+.1%}", "–" if r.noise is None else
                           f"±{r.noise:.0%}", r.verdict)
         console.print(table)
+        for r in results:
+            if r.error:
+                err.print(f"{r.kernel} {r.problem_key}: {r.error}", highlight=False)
         if not results:
             console.print("no stored best configs match")
     if any(r.verdict == "regressed" for r in results):
