@@ -121,13 +121,13 @@ def candidates(profile: Profile) -> list[PlanEntry]:
     found = [e for e in found if _supports(e.kernel, e.dtype)]
     merged: dict[tuple[str, str, str], PlanEntry] = {}
     for e in found:  # the same kernel and problem from several places: one job, gains added
-        key = (e.kernel, e.shape_text(), e.dtype)
-        if key in merged:
-            merged[key].gain_ms += e.gain_ms
-            merged[key].gain_share += e.gain_share
-            merged[key].detail += f"; {e.detail}"
+        same = (e.kernel, e.shape_text(), e.dtype)
+        if same in merged:
+            merged[same].gain_ms += e.gain_ms
+            merged[same].gain_share += e.gain_share
+            merged[same].detail += f"; {e.detail}"
         else:
-            merged[key] = e
+            merged[same] = e
     return sorted(merged.values(), key=lambda e: -e.gain_ms)
 
 

@@ -20,7 +20,7 @@ def _flag_without_type(self: TyperOption, ctx: typer.Context) -> str | None:
     return None if self.is_flag else _type_label(self, ctx)
 
 
-TyperOption.display_type_rich = _flag_without_type  # type: ignore[method-assign]
+TyperOption.display_type_rich = _flag_without_type  # type: ignore[method-assign,assignment]
 
 app = typer.Typer(
     name="tuner", no_args_is_help=True, add_completion=False,
