@@ -5,8 +5,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # Without an NVIDIA GPU, install torch's CPU build first (a plain `torch` requirement would pull
-# the multi-GB CUDA build). On this project's machines pip finds that wheel on local disk.
+# the multi-GB CUDA build): from a wheel pip finds on local disk (its find-links, as on this
+# project's machines), else from PyTorch's CPU index (TORCH_CPU_INDEX).
 TORCH_CPU ?= torch==2.13.0
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
 DEMO_SHAPE ?= M=256,N=256,K=256
 
@@ -14,16 +16,17 @@ DEMO_SHAPE ?= M=256,N=256,K=256
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	@if nvidia-smi -L >/dev/null 2>&1; then \
 		echo "GPU found: torch comes from the project requirements"; \
 	else \
 		echo "no GPU: installing $(TORCH_CPU) (CPU build)"; \
-		$(BIN)/python -m pip install -q "$(TORCH_CPU)"; \
+		$(BIN)/python -m pip install -q --no-index --no-deps "$(TORCH_CPU)" 2>/dev/null \
+		|| $(BIN)/python -m pip install -q --index-url "$(TORCH_CPU_INDEX)" "$(TORCH_CPU)"; \
 	fi
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)

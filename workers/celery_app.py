@@ -63,7 +63,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_publish_retry": True,
         "task_publish_retry_policy": {"max_retries": 2, "interval_start": 0.2,
                                       "interval_step": 0.5, "interval_max": 1.0},
-        "worker_send_task_events": False,
+        # Flower (the compose file's monitor) follows tasks through their events.
+        "worker_send_task_events": True,
+        "task_send_sent_event": True,
         "worker_hijack_root_logger": False,
     }
 

@@ -98,3 +98,43 @@ def test_broker_without_credentials_off_loopback_is_refused(url, ok):
     else:
         with pytest.raises(InsecureBrokerError):
             check_broker_url(url)
+
+
+def test_the_fleet_image_can_compile_and_write_its_volumes():
+    """Triton compiles its CUDA driver stub with a C compiler at first use; the volumes the
+    services write are created in the image and owned by its user."""
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "gcc" in dockerfile and "libc6-dev" in dockerfile
+    assert "/artifacts" in dockerfile and "chown -R tuner /cache /kernels /artifacts" in dockerfile
+    assert "-c constraints.txt" in dockerfile
+
+
+def test_host_ports_are_configurable_and_do_not_clash_by_default():
+    published = {name: port for name, s in SERVICES.items() for port in s.get("ports", [])}
+    assert set(published) == {"postgres", "dashboard", "flower"}
+    defaults = {}
+    for name, port in published.items():
+        match = re.fullmatch(r"127\.0\.0\.1:\$\{(TUNER_[A-Z_]+_HOST_PORT):-(\d+)\}:\d+", port)
+        assert match, f"{name} publishes {port} with no variable"
+        defaults[name] = int(match.group(2))
+    assert defaults["postgres"] != 5432  # a host PostgreSQL keeps its port
+
+
+def test_env_example_names_every_variable_compose_reads():
+    compose_text = (ROOT / "docker-compose.yml").read_text()
+    wanted = set(re.findall(r"\$\{([A-Z_]+)[:}]", compose_text))
+    example = (ROOT / ".env.example").read_text()
+    given = set(re.findall(r"^([A-Z_]+)=", example, flags=re.M))
+    assert wanted <= given, wanted - given
+    assert ".env" in (ROOT / ".gitignore").read_text().splitlines()
+
+
+def test_flower_watches_the_broker_and_tasks_send_events():
+    from tuner.core.settings import Settings
+    from workers.celery_app import celery_config
+
+    flower = SERVICES["flower"]
+    assert "redis" in flower["depends_on"]
+    assert flower["environment"]["CELERY_BROKER_URL"].startswith("redis://:${REDIS_PASSWORD")
+    conf = celery_config(Settings.from_env({}))
+    assert conf["worker_send_task_events"] and conf["task_send_sent_event"]
