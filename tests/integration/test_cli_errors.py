@@ -35,6 +35,14 @@ EMPTY = str(ROOT / "tests" / "kernels" / "empty_space.py") + ":EMPTY"
     (["best", "matmul", "--shape", "M=4,N=4,K=4", "--dtype", "fp16", "--source", "/no/file"],
      "no such export file"),
     (["status", "3"], "no database"),
+    (["status", "--json"], "no database"),
+    (["workers"], "no database"),
+    (["workers", "--json"], "no database"),
+    (["export", "--out", "x.json", "--gpu", "h100-sxm"], "no database"),
+    (["revalidate", "--kernel", "matmul", "--gpu", "h100-sxm"], "no database"),
+    (["worker", "--device", "gpu"], "unknown device 'gpu'"),
+    (["tune", "--missing", "/no/such.jsonl"], "cannot read /no/such.jsonl"),
+    (["best", "matmul", "--shape", "M=-4,N=4,K=4", "--dtype", "fp16"], "M must be positive"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(cli_env, args, message):
     proc = run_cli([*args], cli_env, timeout=120)
@@ -52,6 +60,36 @@ def test_unreachable_or_malformed_database_url(cli_env):
                         "--db", db], cli_env, timeout=120)
         assert proc.returncode == 2, proc.stderr
         assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_malformed_url_in_the_environment_is_one_line(cli_env):
+    for command in (["status"], ["workers"], ["best", "matmul", "--shape", "M=4,N=4,K=4",
+                                              "--dtype", "fp16"]):
+        env = {**cli_env, "TUNER_DB_URL": "garbage"}
+        proc = run_cli(command, env, timeout=120)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert proc.stderr.strip().splitlines() == [
+            "error: malformed database URL in TUNER_DB_URL: 'garbage' (expected "
+            "sqlite:///path.db or postgresql://user:pass@host/db)"], proc.stderr
+
+
+def test_a_busy_dashboard_port_and_an_unwritable_report_folder(cli_env, tmp_path):
+    import socket
+
+    run_cli(["tune", "matmul", "--shape", "M=16,N=16,K=16", "--backend", "interpret",
+             "--trials", "1", "--confirm-top", "0"], cli_env, check=True, timeout=300)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = run_cli(["dashboard", "--port", str(port)], cli_env, timeout=120)
+    assert proc.returncode == 2 and "cannot serve on 127.0.0.1:" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    proc = run_cli(["report", "1", "--out", str(blocked / "report")], cli_env, timeout=300)
+    assert proc.returncode == 2 and "cannot write the report" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_user_module_that_fails_to_import(cli_env, tmp_path):

@@ -29,6 +29,7 @@ from db.session import safe_url
 from db.session import session_factory
 from tuner.app.progress import JobProgress
 from tuner.app.progress import OnEvent
+from tuner.app.progress import Waiting
 from tuner.app.progress import ignore
 from tuner.control.jobs import CreatedJob
 from tuner.control.jobs import create_job
@@ -74,6 +75,16 @@ def cancel_job(settings: Settings, job_id: int) -> Cancelled:
         return Cancelled(None, repo.cancel_job(session, job_id, live_since=live_since))
 
 
+#: Seconds between ``watch_job``'s checks that a live worker serves the job's device kind.
+WORKER_CHECK_S = 5.0
+
+
+def live_workers(settings: Settings, device_kind: str) -> int:
+    """How many workers serving ``device_kind`` sent a heartbeat within three intervals."""
+    return sum(1 for w in fleet_workers(settings)
+               if w.device_kind == device_kind and w.state == "alive")
+
+
 def watch_job(settings: Settings, job_id: int, on_event: OnEvent = ignore,
               poll_s: float = 0.5) -> str:
     """Report a job's progress until it ends; returns its final status."""
@@ -83,7 +94,10 @@ def watch_job(settings: Settings, job_id: int, on_event: OnEvent = ignore,
         if job is None:
             raise DatabaseError(f"no job {job_id} in {safe_url(settings.db_url)}")
         trials = JobSpec.from_json(job.spec).budget.trials
+        kind = job.device_kind
     progress = JobProgress(sessions, job_id, trials)
+    waiting: bool | None = None
+    checked = 0.0
     while True:
         for event in progress.poll():
             on_event(event)
@@ -95,6 +109,12 @@ def watch_job(settings: Settings, job_id: int, on_event: OnEvent = ignore,
             status = job.status
         if done:
             return status
+        if time.monotonic() - checked >= WORKER_CHECK_S:  # say why nothing moves
+            checked = time.monotonic()
+            now_waiting = live_workers(settings, kind) == 0
+            if now_waiting != (waiting or False):
+                on_event(Waiting(kind, now_waiting))
+            waiting = now_waiting
         time.sleep(poll_s)
 
 
@@ -115,18 +135,20 @@ class WorkerView:
 
 
 def fleet_workers(settings: Settings) -> list[WorkerView]:
-    """Every worker that registered, by device kind and name."""
+    """Every worker that registered, by device kind and name (reads only: a missing database
+    is ``DatabaseError``, never created)."""
+    from tuner.app.views import read_rows
+
     now = utcnow()
     views = []
-    with open_sessions(settings)() as session:
-        for w in repo.list_workers(session):
-            age = (now - w.last_heartbeat).total_seconds()
-            state = w.status
-            if state == "alive" and age >= 3 * settings.heartbeat_s:
-                state = "silent"
-            views.append(WorkerView(w.name, w.device, w.device_name, w.device_kind,
-                                    list(w.queues), state, age, w.trials_done,
-                                    float(w.ceilings.get("bandwidth_gbps", 0))))
+    for w in read_rows(settings, lambda session: list(repo.list_workers(session))):
+        age = (now - w.last_heartbeat).total_seconds()
+        state = w.status
+        if state == "alive" and age >= 3 * settings.heartbeat_s:
+            state = "silent"
+        views.append(WorkerView(w.name, w.device, w.device_name, w.device_kind,
+                                list(w.queues), state, age, w.trials_done,
+                                float(w.ceilings.get("bandwidth_gbps", 0))))
     return views
 
 

@@ -56,7 +56,16 @@ class Interrupted:
     job_id: int
 
 
-Event = WorkersStarting | ProblemProgress | NewBest | Interrupted
+@dataclass(frozen=True)
+class Waiting:
+    """A fleet job cannot move: no live worker serves its ``device_kind`` (``False`` once one
+    does again)."""
+
+    device_kind: str
+    waiting: bool
+
+
+Event = WorkersStarting | ProblemProgress | NewBest | Interrupted | Waiting
 OnEvent = Callable[[Event], None]
 
 
@@ -82,7 +91,16 @@ def describe(event: Event) -> str | None:
                 f"{event.median_ms:.4g} ms  {config_text(event.config)}")
     if isinstance(event, Interrupted):
         return f"interrupted: job {event.job_id} cancelled; every finished trial is kept"
+    if isinstance(event, Waiting):
+        return waiting_text(event)
     return None
+
+
+def waiting_text(event: Waiting) -> str:
+    if not event.waiting:
+        return f"a worker serves {event.device_kind} again"
+    return (f"waiting: no live worker serves {event.device_kind}; start one on a host with that "
+            "device (tuner worker --device cuda:N, or cpu) — tuner workers lists them")
 
 
 class JobProgress:

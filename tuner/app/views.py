@@ -128,6 +128,28 @@ def summarise_job(session: so.Session, job_id: int, *, trials: bool = True,
     return JobSummary(job, views, counts)
 
 
+def summary_json(summary: JobSummary) -> dict[str, Any]:
+    """A job summary as plain JSON (``tuner status --json``)."""
+    job = summary.job
+    return {
+        "job": job.id, "kernel": job.kernel, "dtype": job.dtype, "device_kind": job.device_kind,
+        "backend": job.backend, "sampler": job.sampler, "status": job.status,
+        "created_at": job.created_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "measured": summary.measured, "best_fraction": summary.best_fraction,
+        "trials_by_status": dict(summary.counts),
+        "problems": [{
+            "problem": dict(v.problem.problem), "key": v.problem.problem_key,
+            "status": v.problem.status, "measured": v.problem.measured,
+            "best_fraction": v.problem.best_fraction, "stop_reason": v.problem.stop_reason,
+            "study": v.problem.study_name,
+            "best_config": dict(v.best.config) if v.best is not None else None,
+            "best_trial": v.best.number if v.best is not None else None,
+            "failure": None if v.failure is None else {
+                "example": v.failure[0], "count": v.failure[1], "failures": v.failure[2]},
+        } for v in summary.problems],
+    }
+
+
 def job_summary(settings: Settings, job_id: int) -> JobSummary:
     """One job's summary; ``DatabaseError`` when there is no such job."""
     with reading(settings) as session:

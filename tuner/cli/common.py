@@ -38,6 +38,13 @@ err = _console(stderr=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: The same names on every command that takes the concept.
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+DeviceKindFilter = Annotated[str | None, typer.Option(
+    "--device-kind", "--gpu", help="Only this device kind, e.g. h100-sxm.", show_default=False)]
+KernelFilter = Annotated[str | None, typer.Option(
+    "--kernel", "-k", help="Only this kernel (a name or path/to/module.py:NAME).",
+    show_default=False)]
 DbOption = Annotated[str | None, typer.Option(
     "--db", help="Database URL (default: $TUNER_DB_URL or the SQLite file in the data dir).")]
 
@@ -83,6 +90,19 @@ def bench_settings(db: str | None, bench_memory_gb: float | None) -> Settings:
 def settings_for(db: str | None) -> Settings:
     """The settings of this process (environment), pointed at ``--db`` when given."""
     try:
-        return Settings.from_env().with_db(db)
+        settings = Settings.from_env().with_db(db)
     except ValueError as exc:
         raise UsageError(f"bad setting in the environment: {exc}") from None
+    from db.session import DatabaseError
+    from db.session import normalise_url
+
+    try:
+        from sqlalchemy.engine import make_url
+
+        make_url(normalise_url(settings.db_url))
+    except Exception:
+        where = "--db" if db else "TUNER_DB_URL"
+        shown = settings.db_url.rsplit("@", 1)[-1]  # never a password
+        raise DatabaseError(f"malformed database URL in {where}: {shown!r} (expected "
+                            "sqlite:///path.db or postgresql://user:pass@host/db)") from None
+    return settings

@@ -3,18 +3,22 @@ processes."""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
 from tuner.cli.common import DbOption
+from tuner.cli.common import JsonOption
 from tuner.cli.common import bench_settings
 from tuner.cli.common import console
 from tuner.cli.common import err
 from tuner.cli.common import friendly
 from tuner.cli.common import settings_for
 from tuner.cli.options import BenchMemoryOpt
+from tuner.core.parsing import UsageError
 
 
 @friendly
@@ -42,10 +46,15 @@ def cancel(job: Annotated[int, typer.Argument(help="Job id.")], db: DbOption = N
 
 
 @friendly
-def workers(db: DbOption = None) -> None:
+def workers(as_json: JsonOption = False, db: DbOption = None) -> None:
     """List the fleet's workers: device, queue, last heartbeat, trials done."""
+    from dataclasses import asdict
+
     from tuner.app.fleet import fleet_workers
 
+    if as_json:
+        console.out(json.dumps([asdict(w) for w in fleet_workers(settings_for(db))], indent=1))
+        return
     table = Table("worker", "device", "kind", "queue", "status", "last heartbeat", "trials",
                   "bandwidth GB/s", header_style="bold")
     for w in fleet_workers(settings_for(db)):
@@ -78,6 +87,9 @@ def worker(
     """Run a Celery worker for one GPU (or the CPU queue); it owns an isolated bench process."""
     from tuner.app.fleet import run_worker
 
+    if not re.fullmatch(r"cpu|cuda:\d+", device):
+        raise UsageError(f"unknown device {device!r}: give cpu, or cuda:N for GPU N "
+                         "(one worker per GPU)")
     settings = bench_settings(db, bench_memory)
     err.print(f"worker on {device}: probing the device…")
     run_worker(settings, device, name, queue)

@@ -12,6 +12,9 @@ import typer
 from rich.table import Table
 
 from tuner.cli.common import DbOption
+from tuner.cli.common import DeviceKindFilter
+from tuner.cli.common import JsonOption
+from tuner.cli.common import KernelFilter
 from tuner.cli.common import console
 from tuner.cli.common import err
 from tuner.cli.common import friendly
@@ -51,6 +54,21 @@ def _problem_of(kernel: str, shape: str, settings: Settings) -> tuple[str, dict[
     return spec.name, spec.canonical_problem(problem)
 
 
+def _problem_of_name(ref: str, settings: Settings) -> str:
+    """The stored name of a ``path.py:NAME`` kernel (described in a sandboxed child); other
+    references are names already."""
+    from tuner.kernels import KernelError
+    from tuner.kernels import resolve_kernel
+    from tuner.kernels.names import is_file_ref
+
+    if not is_file_ref(ref):
+        return ref
+    try:
+        return resolve_kernel(ref, "interpret", settings.kernel_roots, isolated=True).name
+    except KernelError as exc:
+        raise UsageError(str(exc)) from None
+
+
 @friendly
 def best(
     kernel: Annotated[str | None, typer.Argument(
@@ -63,8 +81,9 @@ def best(
         "--kernel", "-k", help="The kernel, as an option (same as the argument).",
         show_default=False)] = None,
     device_kind: Annotated[str | None, typer.Option(
-        help="Device kind the config is for (default: this machine's device); 'any' accepts "
-             "a config tuned on another kind and says so.", show_default=False)] = None,
+        "--device-kind", "--gpu", help="Device kind the config is for (default: this "
+        "machine's device); 'any' accepts a config tuned on another kind and says so.",
+        show_default=False)] = None,
     source: Annotated[str | None, typer.Option(
         help="Exported JSON file or database URL (default: $TUNER_BEST_CONFIGS, else the "
              "service database).", show_default=False)] = None,
@@ -114,8 +133,8 @@ def best(
 def export(
     out: Annotated[Path, typer.Option("--out", "-o", help="JSON file to write.")] = Path(
         "best_configs.json"),
-    kernel: Annotated[str | None, typer.Option(help="Only this kernel.")] = None,
-    device_kind: Annotated[str | None, typer.Option(help="Only this device kind.")] = None,
+    kernel: KernelFilter = None,
+    device_kind: DeviceKindFilter = None,
     python: Annotated[Path | None, typer.Option(
         "--python", help="Also write them as a self-contained Python module.")] = None,
     db: DbOption = None,
@@ -124,7 +143,10 @@ def export(
     production lookup."""
     from tuner.app.views import export_best
 
-    n = export_best(settings_for(db), out, kernel, device_kind, python)
+    settings = settings_for(db)
+    if kernel is not None:
+        kernel = _problem_of_name(kernel, settings)
+    n = export_best(settings, out, kernel, device_kind, python)
     console.print(f"wrote {n} best config(s) to {out}" + (f" and {python}" if python else ""))
 
 
@@ -152,6 +174,8 @@ def report(
         path = build_report(session_factory(engine), job, out, profile)
     except LookupError as exc:
         raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"cannot write the report to {out}: {exc.strerror or exc}") from None
     finally:
         engine.dispose()
     console.print(f"wrote {path} (and roofline.png, history.png beside it)")
@@ -159,11 +183,11 @@ def report(
 
 @friendly
 def revalidate(
-    kernel: Annotated[str | None, typer.Option(help="Only this kernel.")] = None,
-    device_kind: Annotated[str | None, typer.Option(help="Only this device kind.")] = None,
+    kernel: KernelFilter = None,
+    device_kind: DeviceKindFilter = None,
     threshold: Annotated[float, typer.Option(
         help="Smallest relative change reported (noise floor; 3·cv if larger).")] = 0.05,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """Re-measure stored best configs on this machine (e.g. after a Triton or driver

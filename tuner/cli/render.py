@@ -19,8 +19,10 @@ from tuner.app.progress import Event
 from tuner.app.progress import Interrupted
 from tuner.app.progress import NewBest
 from tuner.app.progress import ProblemProgress
+from tuner.app.progress import Waiting
 from tuner.app.progress import WorkersStarting
 from tuner.app.progress import config_text
+from tuner.app.progress import waiting_text
 from tuner.app.views import JobSummary
 
 
@@ -59,9 +61,11 @@ class ProgressBars:
             if event.problem_id not in self.tasks:
                 self.tasks[event.problem_id] = self.progress.add_task(
                     event.problem_key, total=event.trials, best=best)
+            # measurements against the budget; a problem that stopped early ends full at
+            # what it measured (never "N/N" for a budget it did not spend)
             self.progress.update(
-                self.tasks[event.problem_id],
-                completed=event.trials if event.done else event.measured, best=best,
+                self.tasks[event.problem_id], completed=event.measured,
+                total=max(event.measured, 1) if event.done else event.trials, best=best,
                 description=event.problem_key + (" ✓" if event.done else ""))
         elif isinstance(event, NewBest):
             label = "confirmed best" if event.confirmed else "new best"
@@ -70,6 +74,8 @@ class ProgressBars:
                 f"[green]{label}[/] {event.problem_key} #{event.number}: {best} of the "
                 f"roofline, {event.median_ms:.4g} ms  [dim]{config_text(event.config)}[/]",
                 highlight=False)
+        elif isinstance(event, Waiting):
+            self.progress.console.print(f"[yellow]{waiting_text(event)}[/]", highlight=False)
         elif isinstance(event, Interrupted):
             self.err.print(f"[yellow]interrupted: job {event.job_id} cancelled; every "
                            "finished trial is kept[/]")

@@ -118,6 +118,7 @@ def submit(
     db: DbOption = None,
 ) -> None:
     """Submit a job to the fleet and print its id at once (schedulers and workers run it)."""
+    from tuner.app.fleet import live_workers
     from tuner.app.fleet import submit_job
 
     settings = settings_for(db)
@@ -132,6 +133,10 @@ def submit(
     console.print(f"job {created.job_id}{note}: {len(created.study_names)} problem(s) "
                   f"for the {spec.device_kind} queue; follow it with: tuner watch "
                   f"{created.job_id}", highlight=False)
+    if live_workers(settings, spec.device_kind) == 0:
+        err.print(f"[yellow]warning:[/] no live worker serves {spec.device_kind} yet: the job "
+                  "waits until one starts (tuner worker --device cuda:N on a host with that "
+                  "GPU, or --device cpu); tuner workers lists them", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -3,6 +3,7 @@ and ``dashboard`` (optuna-dashboard on the service database)."""
 
 from __future__ import annotations
 
+import json
 from typing import Annotated
 
 import typer
@@ -12,23 +13,32 @@ from rich.table import Table
 from search_spaces import Param
 from tuner.app.progress import config_text
 from tuner.cli.common import DbOption
+from tuner.cli.common import JsonOption
 from tuner.cli.common import console
 from tuner.cli.common import err
 from tuner.cli.common import friendly
 from tuner.cli.common import settings_for
+from tuner.core.parsing import UsageError
 
 
 @friendly
 def status(
     job: Annotated[int | None, typer.Argument(help="Job id (default: list recent jobs).")] = None,
     limit: Annotated[int, typer.Option(help="Jobs to list.")] = 20,
+    as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """Show recent jobs, or one job's problems and trial statuses."""
     from tuner.app.views import job_summary
     from tuner.app.views import recent_jobs
+    from tuner.app.views import summary_json
 
     settings = settings_for(db)
+    if as_json:
+        found = [job_summary(settings, job)] if job is not None else \
+            recent_jobs(settings, limit)
+        console.out(json.dumps([summary_json(s) for s in found], indent=1))
+        return
     if job is None:
         table = Table("job", "kernel", "dtype", "device", "backend", "status", "problems",
                       "measured", "best fraction", "created (UTC)", header_style="bold")
@@ -69,6 +79,7 @@ def _param_text(p: Param) -> str:
 
 @friendly
 def kernels(
+    as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """List the kernels that can be tuned, with the parameters of each space."""
@@ -77,6 +88,16 @@ def kernels(
     from tuner.kernels.registry import FAMILIES
 
     settings = settings_for(db)
+    if as_json:
+        specs = [load_kernel(name, settings.kernel_roots) for name in BUILTIN]
+        console.out(json.dumps([{
+            "name": k.name, "description": k.description, "dims": list(k.dims),
+            "dtypes": list(k.dtypes), "space_size": k.space.size(),
+            "params": [_param_text(p) for p in k.space.params],
+            "constraints": sorted({c.name for c in k.space.constraints})} for k in specs]
+            + [{"name": pattern, "description": text} for pattern, text in FAMILIES.items()],
+            indent=1))
+        return
     for name in BUILTIN:
         spec = load_kernel(name, settings.kernel_roots)
         console.print(f"[bold]{spec.name}[/]  [dim]dims[/] {','.join(spec.dims)}  "
@@ -114,7 +135,11 @@ def dashboard(
                   f"reachable on {host}" + (" and can delete studies" if allow_writes else ""))
     err.print(f"optuna-dashboard for {safe_url(settings.db_url)} on http://{host}:{port}/ "
               "(Ctrl-C to stop)")
-    serve(settings.db_url, host, port, settings.artifact_dir, allow_writes)
+    try:
+        serve(settings.db_url, host, port, settings.artifact_dir, allow_writes)
+    except OSError as exc:  # the port is taken, or the address is not this host's
+        raise UsageError(f"cannot serve on {host}:{port}: {exc.strerror or exc} (another "
+                         "dashboard? choose one with --port)") from None
 
 
 def register(app: typer.Typer) -> None:
