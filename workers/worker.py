@@ -143,8 +143,9 @@ class TrialWorker:
             measurement = Measurement.failure(
                 TrialStatus.CRASHED, f"backend error: {exc}\n{traceback.format_exc()}")
         if not self.record(request, measurement):
-            log.warning("result of trial %s attempt %s arrived after the trial moved on",
-                        request.trial_id, request.attempt)
+            # expected after a cancel or a requeue (the database kept the first result)
+            log.info("result of trial %s attempt %s arrived after the trial moved on",
+                     request.trial_id, request.attempt)
         elif self.on_finished is not None:
             self.on_finished(request.job_id)
 

@@ -14,6 +14,7 @@ loading, waiting) is one row of its own, so the shares sum to 1.
 from __future__ import annotations
 
 import json
+import os
 import runpy
 import sys
 import time
@@ -196,6 +197,9 @@ def profile_program(program: str, argv: Sequence[str], target_kind: str, device:
                     measure: MeasureCeilings) -> Profile:
     """Run and profile ``program``; ``device`` defaults to cuda when available, else cpu;
     ``measure`` gives the running device's ceilings when no datasheet has them."""
+    # Kineto (the profiler's backend) prints "USDT:… profiler_start" lines on stderr at its
+    # default level; they say nothing to the user. Set before its first use.
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
     import torch
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile

@@ -120,5 +120,11 @@ def print_summary(summary: JobSummary, db_url: str, console: Console) -> None:
     by_status = ", ".join(f"{k} {v}" for k, v in sorted(summary.counts.items()))
     console.print(f"trials by status: {by_status}")
     console.print(f"database: {safe_url(db_url)}")
+    if job.backend.startswith("model:"):
+        console.print(f"next: tuner status {job.id} · tuner dashboard · these are predictions, "
+                      "never served as tuned configs: measure them on a GPU with tuner tune "
+                      f"{job.kernel} --shape … --dtype {job.dtype} --backend cuda",
+                      highlight=False)
+        return
     console.print(f"next: tuner status {job.id} · tuner dashboard · tuner best "
                   f"{job.kernel} --shape … --dtype {job.dtype}", highlight=False)
