@@ -4,6 +4,7 @@ headless Chromium, and revalidation of the stored winners."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 
@@ -35,6 +36,12 @@ def test_studies_carry_a_note_and_a_roofline_chart(tuned, tmp_path):
     attrs = storage.get_study_system_attrs(study_id)
     note = get_note_from_system_attrs(attrs, None)["body"]
     assert "**Best config**" in note and "of the roofline" in note and "Stopped:" in note
+    # one trial, both numberings: the service's (CLI, tuner status) and the dashboard's
+    study = optuna.load_study(study_name=STUDY, storage=tuned)
+    numbers = re.search(r"tuner trial #(\d+), trial (\d+) in this list", note)
+    assert numbers is not None, note
+    shown = next(t for t in study.trials if t.number == int(numbers.group(2)))
+    assert shown.user_attrs["tuner_number"] == int(numbers.group(1))
     artifacts = [json.loads(v) if isinstance(v, str) else v
                  for k, v in attrs.items() if k.startswith("artifacts:")]
     assert len(artifacts) == 1 and artifacts[0]["mimetype"] == "image/png"

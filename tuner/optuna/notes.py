@@ -24,21 +24,30 @@ from tuner.charts import stored_ceilings
 log = logging.getLogger(__name__)
 
 
-def note_markdown(problem: Problem, best: Trial | None, counts: dict[str, int]) -> str:
-    """The study note: the winner against the roofline, why the search stopped, outcomes."""
+def note_markdown(problem: Problem, best: Trial | None, counts: dict[str, int],
+                  dashboard_number: int | None = None) -> str:
+    """The study note: the winner against the roofline, why the search stopped, outcomes.
+    Trials are named by the service's number (``tuner status``, the CLI) and, when known, the
+    number this dashboard shows for the same trial (Optuna numbers trials as they are told)."""
     lines = [f"## {problem.problem_key}", ""]
     if best is None:
         lines.append("No config succeeded.")
     else:
         ms = best.confirm_ms or best.median_ms
         config = ", ".join(f"`{k}={v}`" for k, v in best.config.items())
-        lines += [f"**Best config** (trial #{best.number}): {config}", "",
+        shown = "" if dashboard_number is None else f", trial {dashboard_number} in this list"
+        lines += [f"**Best config** (tuner trial #{best.number}{shown}; user attr "
+                  f"`tuner_number` = {best.number}): {config}", "",
                   f"**{problem.best_fraction or best.fraction or 0:.3g} of the roofline** "
                   f"({best.score_basis} basis, "
                   f"{best.bound}-bound): {ms:.4g} ms measured"
                   + (" (re-timed interleaved)" if best.confirm_ms else "")
                   + f" vs {best.roof_ms:.4g} ms roofline; {best.tflops or 0:.3g} TFLOP/s, "
                   f"{best.gbps or 0:.3g} GB/s on {best.device_kind}."]
+        if best.confirm_ms:
+            lines += ["", "This is the winner of the interleaved re-timing of the finalists; "
+                      "the dashboard's *best trial* is the highest single measurement, which "
+                      "noise may favour."]
     lines += ["", f"Stopped: {problem.stop_reason or 'running'}.", "",
               "Trials by status: " + ", ".join(f"{s} {n}" for s, n in sorted(counts.items()))]
     return "\n".join(lines)
@@ -61,7 +70,10 @@ def annotate_job(sessions: so.sessionmaker[so.Session], storage: optuna.storages
             counts[t.status] = counts.get(t.status, 0) + 1
         best = next((t for t in mine if t.id == p.best_trial_id), None)
         study = optuna.load_study(study_name=p.study_name, storage=storage)
-        save_note(study, note_markdown(p, best, counts))
+        number = None if best is None else next(
+            (ot.number for ot in study.get_trials(deepcopy=False)
+             if ot.user_attrs.get("tuner_trial_id") == best.id), None)
+        save_note(study, note_markdown(p, best, counts, number))
         if artifact_dir is not None:
             _upload_chart(study, p, mine, best, artifact_dir)
         done += 1
