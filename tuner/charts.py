@@ -62,9 +62,20 @@ def stored_ceilings(trials: Sequence[Any]) -> dict[str, Any] | None:
     return None
 
 
+def roof_dtype(dtype: str | None, peaks: Mapping[str, float]) -> str | None:
+    """The key of ``peaks`` that bounds a job in ``dtype`` (``fp8e4m3`` → ``fp8``), if any."""
+    if not dtype:
+        return None
+    if dtype in peaks:
+        return dtype
+    return next((k for k in peaks if k.startswith(dtype[:3])), None)
+
+
 def roofline_png(points: Sequence[Point], ceilings: tuple[Mapping[str, float], float] | None,
-                 path: Path, title: str) -> int:
-    """Points under the memory slope and compute ceilings; returns the points drawn."""
+                 path: Path, title: str, dtype: str | None = None) -> int:
+    """Points under the memory slope and compute ceilings; returns the points drawn. With
+    ``dtype`` (the job's), the slope meets that dtype's ceiling — the roof its trials were
+    scored against — drawn solid; the other dtypes' ceilings are drawn faint for reference."""
     import numpy as np
 
     plt = _pyplot()
@@ -76,12 +87,16 @@ def roofline_png(points: Sequence[Point], ceilings: tuple[Mapping[str, float], f
     if ceilings is not None:
         peaks, bandwidth = ceilings
         memory = bandwidth * 1e9 * intensities / 1e12
+        own = roof_dtype(dtype, peaks)
         if peaks:
-            memory = np.minimum(memory, max(peaks.values()))
+            memory = np.minimum(memory, peaks[own] if own else max(peaks.values()))
         ax.plot(intensities, memory, color="black", lw=1, label=f"memory {bandwidth:.0f} GB/s")
-        for dtype, peak in sorted(peaks.items()):
-            ax.axhline(peak, ls="--", lw=0.8, color="grey")
-            ax.text(low, peak * 1.05, f"{dtype} {peak:.3g} TFLOP/s", fontsize=7)
+        for name, peak in sorted(peaks.items()):
+            mine = name == own
+            ax.axhline(peak, ls="-" if mine else "--", lw=1.0 if mine else 0.6,
+                       color="black" if mine else "lightgrey")
+            ax.text(low, peak * 1.05, f"{name} {peak:.3g} TFLOP/s" + (" (this job)" if mine
+                                                                       else ""), fontsize=7)
     for p in drawn:
         ax.scatter([p.intensity], [p.tflops], s=p.size, alpha=0.6, color=p.colour)
         if p.label:

@@ -55,9 +55,10 @@ def _charts(job: Job, problems: list[Problem], trials: list[Trial], out: Path,
                     "tab:red" if t.id in best_ids else "tab:blue")
               for t in trials if t.status == "ok" and t.intensity and t.tflops]
     kind = job.spec.get("device_kind")
-    ceilings = device_ceilings(kind, stored_ceilings(trials))
+    best = [t for t in trials if t.id in best_ids]  # the calibration the winners were scored on
+    ceilings = device_ceilings(kind, stored_ceilings(best + trials))
     drawn = roofline_png(points, ceilings, out / "roofline.png",
-                         f"job {job.id}: {job.kernel} on {kind}")
+                         f"job {job.id}: {job.kernel} {job.dtype} on {kind}", dtype=job.dtype)
     series = {p.problem_key: [t.fraction for t in trials
                               if t.problem_id == p.id and t.status not in ("invalid",
                                                                            "cancelled")]

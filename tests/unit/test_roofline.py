@@ -132,3 +132,12 @@ def test_charts_draw_the_roof_the_trials_were_scored_against():
     assert device_ceilings("cpu", None) is None
     sheet = DEVICES["h100-sxm"]
     assert device_ceilings("h100-sxm", measured) == (dict(sheet.tflops), sheet.bandwidth_gbps)
+
+
+def test_the_chart_roof_is_the_job_dtype():
+    from tuner.charts import roof_dtype
+
+    peaks = {"fp32": 67.0, "tf32": 495.0, "bf16": 989.0, "fp8": 1979.0}
+    assert roof_dtype("fp32", peaks) == "fp32"  # not the bf16 roof an fp32 job cannot reach
+    assert roof_dtype("fp8e4m3", peaks) == "fp8"
+    assert roof_dtype("int4", peaks) is None and roof_dtype(None, peaks) is None

@@ -50,6 +50,7 @@ from tuner.control.recording import JobIdentity
 from tuner.control.recording import offer_trial
 from tuner.control.searches import make_proposer
 from tuner.control.tickets import trial_request
+from tuner.core.launch import LAUNCH_OPTIONS
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import JobSpec
 from tuner.core.types import TrialStatus
@@ -295,7 +296,7 @@ class JobDriver:
         if asked is None:
             return None
         config = asked.config
-        config_hash = stable_hash(config)
+        config_hash = stable_hash(self._measured_identity(config))
         violations = self.kernel.space.violations(config, run.ctx)
         common = dict(job_id=self.job_id, problem_id=run.problem_id, number=asked.number,
                       config=config, config_hash=config_hash)
@@ -322,6 +323,14 @@ class JobDriver:
         run.free_streak = 0
         self.publish([request])
         return True
+
+    def _measured_identity(self, config: Config) -> dict[str, Any]:
+        """What makes two configs different measurements: all of it, except on the Triton
+        interpreter, which ignores the launch options (warps, stages…): there, configs that
+        differ only in those are one measurement, and a repeat is answered from the first."""
+        if self.spec.backend != "interpret":
+            return dict(config)
+        return {k: v for k, v in config.items() if k not in LAUNCH_OPTIONS}
 
     def publish(self, requests: list[BenchmarkRequest], mark: bool = True) -> None:
         """Hand requests to the queue and note when; stop at the first broker failure (the

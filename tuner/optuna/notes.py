@@ -59,6 +59,8 @@ def annotate_job(sessions: so.sessionmaker[so.Session], storage: optuna.storages
     from optuna_dashboard import save_note
 
     with sessions() as session:
+        job = repo.get_job(session, job_id)
+        dtype = job.dtype if job is not None else None
         problems = [p for p in repo.problems_of(session, job_id) if p.status == "done"]
         trials = list(repo.trials_of_job(session, job_id))
         session.expunge_all()
@@ -75,13 +77,13 @@ def annotate_job(sessions: so.sessionmaker[so.Session], storage: optuna.storages
              if ot.user_attrs.get("tuner_trial_id") == best.id), None)
         save_note(study, note_markdown(p, best, counts, number))
         if artifact_dir is not None:
-            _upload_chart(study, p, mine, best, artifact_dir)
+            _upload_chart(study, p, mine, best, artifact_dir, dtype)
         done += 1
     return done
 
 
 def _upload_chart(study: optuna.Study, problem: Problem, trials: list[Trial],
-                  best: Trial | None, artifact_dir: Path) -> None:
+                  best: Trial | None, artifact_dir: Path, dtype: str | None) -> None:
     from optuna.artifacts import FileSystemArtifactStore
     from optuna.artifacts import upload_artifact
 
@@ -93,6 +95,7 @@ def _upload_chart(study: optuna.Study, problem: Problem, trials: list[Trial],
     artifact_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"roofline-{problem.problem_key}.png"
-        roofline_png(points, ceilings, path, f"{problem.study_name}: roofline of its trials")
+        roofline_png(points, ceilings, path, f"{problem.study_name}: roofline of its trials",
+                     dtype=dtype)
         upload_artifact(artifact_store=FileSystemArtifactStore(str(artifact_dir)),
                         file_path=str(path), study_or_trial=study, mimetype="image/png")
