@@ -12,6 +12,7 @@ from the file its fingerprint recorded, so it works from any folder.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 from dataclasses import dataclass
 from typing import Any
@@ -67,10 +68,13 @@ def _kernel_ref(session: so.Session, row: Any) -> str:
 
 
 def revalidate(settings: Settings, kernel: str | None = None, device_kind: str | None = None,
-               threshold: float = 0.05) -> list[Revalidation]:
+               threshold: float = 0.05,
+               on_result: Callable[[int, int, Revalidation], None] | None = None,
+               ) -> list[Revalidation]:
     """Measure every selected stored best config again (see the module docstring).
     ``kernel``: a stored kernel name, or a ``path.py:NAME`` reference (described in a
-    sandboxed child for its name)."""
+    sandboxed child for its name). ``on_result(done, total, result)`` hears each row as it
+    is measured (progress)."""
     if kernel is not None and is_file_ref(kernel):
         kernel = resolve_kernel(kernel, "interpret", settings.kernel_roots, isolated=True).name
 
@@ -79,8 +83,14 @@ def revalidate(settings: Settings, kernel: str | None = None, device_kind: str |
         return [(row, _kernel_ref(session, row)) for row in found]
 
     pairs = read_rows(settings, read)  # DatabaseError when there is none
+    report = on_result or (lambda done, total, result: None)
     processes: dict[str, Backend] = {}
-    results = []
+    results: list[Revalidation] = []
+
+    def add(result: Revalidation) -> None:
+        results.append(result)
+        report(len(results), len(pairs), result)
+
     try:
         for row, ref in pairs:
             backend = None if row.backend.startswith(("model:", "replay:")) else \
@@ -89,7 +99,7 @@ def revalidate(settings: Settings, kernel: str | None = None, device_kind: str |
                                         dtype=row.dtype, device_kind=row.device_kind,
                                         stored_ms=row.median_ms)
             if backend is None:
-                results.append(Revalidation(**base, new_ms=None, change=None, noise=None,
+                add(Revalidation(**base, new_ms=None, change=None, noise=None,
                                             verdict="skipped"))
                 continue
             if backend not in processes:
@@ -101,14 +111,14 @@ def revalidate(settings: Settings, kernel: str | None = None, device_kind: str |
                 backend=backend, device_kind=row.device_kind))
             if m.status != "ok" or m.median_ms is None:
                 first = next((line for line in (m.error or "").splitlines() if line), None)
-                results.append(Revalidation(**base, new_ms=None, change=None, noise=None,
+                add(Revalidation(**base, new_ms=None, change=None, noise=None,
                                             verdict=m.status, error=first))
                 continue
             noise = max(threshold, 3 * (m.cv or 0.0))
             change = m.median_ms / row.median_ms - 1
             verdict = "regressed" if change > noise else \
                 "improved" if change < -noise / (1 + noise) else "same"
-            results.append(Revalidation(**base, new_ms=m.median_ms, change=change,
+            add(Revalidation(**base, new_ms=m.median_ms, change=change,
                                         noise=noise, verdict=verdict))
     finally:
         for proc in processes.values():

@@ -7,6 +7,7 @@ import json
 import warnings
 from pathlib import Path
 from typing import Annotated
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -192,9 +193,21 @@ def revalidate(
 ) -> None:
     """Re-measure stored best configs on this machine (e.g. after a Triton or driver
     upgrade) and report regressions beyond noise; exit status 1 if any regressed."""
+    from rich.progress import Progress
+
     from tuner.app.revalidate import revalidate as run
 
-    results = run(settings_for(db), kernel, device_kind, threshold)
+    settings = settings_for(db)
+    if kernel is not None:
+        kernel = _problem_of_name(kernel, settings)
+    with Progress(console=err, transient=True) as progress:
+        task = progress.add_task("re-measuring stored winners", total=None)
+
+        def step(done: int, total: int, result: Any) -> None:
+            progress.update(task, completed=done, total=total,
+                            description=f"re-measured {result.kernel} {result.problem_key}")
+
+        results = run(settings, kernel, device_kind, threshold, step)
     if as_json:
         console.out(json.dumps([r.to_json() for r in results], indent=1))
     else:
