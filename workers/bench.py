@@ -134,10 +134,16 @@ def run_request(device: BenchDevice, request: BenchmarkRequest, roots: tuple[Pat
     if violations:
         on_compiled(None)
         return Outcome(Measurement.failure(TrialStatus.INVALID, "; ".join(violations), **base))
-    counts: dict[str, Any] = {"flops": kernel.flops(request.problem, request.dtype),
-              "min_bytes": kernel.min_bytes(request.problem, request.dtype),
-              "compute_dtype": kernel.compute_dtype(request.dtype),
-              "exps": kernel.exps(request.problem) if kernel.exps else None}
+    try:  # the kernel's own code: a failure here is the trial's, never the bench process's
+        counts: dict[str, Any] = {
+            "flops": kernel.flops(request.problem, request.dtype),
+            "min_bytes": kernel.min_bytes(request.problem, request.dtype),
+            "compute_dtype": kernel.compute_dtype(request.dtype),
+            "exps": kernel.exps(request.problem) if kernel.exps else None}
+    except Exception as exc:
+        on_compiled(None)
+        return Outcome(Measurement.failure(classify(exc), f"[counts] {_error_text(exc)}",
+                                           **base))
     phase = "compile"
     try:
         tensors = kernel.make_inputs(request.problem, request.dtype, request.seed,

@@ -108,3 +108,13 @@ def test_a_missing_partner_is_one_line_saying_what_to_add(cli_env, ref, message)
     proc = run_cli(["tune", ref, "--shape", "n=100"], cli_env)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_failing_count_fails_the_trial_not_the_bench(cli_env):
+    proc = run_cli(["tune", "tests/kernels/byo_bad_flops.py:copy", "--shape", "n=1000",
+                    "--dtype", "fp32", "--backend", "interpret", "--trials", "3"], cli_env,
+                   timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "failed with crashed: ZeroDivisionError: division by zero" in out
+    assert "Traceback" not in proc.stderr

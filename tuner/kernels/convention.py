@@ -208,10 +208,14 @@ def _results(tensors: Mapping[str, Any]) -> list[Any]:
 
 def _meta_bytes(inputs: Any, reference: Any, problem: Problem, dtype: str) -> float:
     """Bytes of every tensor argument plus every reference output, from meta tensors (no
-    memory); the inputs alone when the reference cannot run on meta tensors."""
+    memory; real CPU tensors when the inputs cannot be made on ``meta``); the inputs alone
+    when the reference cannot run on them."""
     import torch
 
-    made = inputs(**problem, dtype=_torch_dtype(dtype), device="meta")
+    try:
+        made = inputs(**problem, dtype=_torch_dtype(dtype), device="meta")
+    except Exception:
+        made = inputs(**problem, dtype=_torch_dtype(dtype), device="cpu")
     args = list(made.values()) if isinstance(made, Mapping) else \
         list(made) if isinstance(made, tuple | list) else [made]
     total = sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
