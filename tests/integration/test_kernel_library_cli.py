@@ -36,9 +36,14 @@ def test_tune_each_kernel_end_to_end(cli_env, tmp_path, kernel, shape, dtype):
                    cli_env, check=True)
     assert "best config:" in proc.stdout
     db_url = f"sqlite:///{tmp_path / 'data' / 'tuner.db'}"
+    # measured trials: on the interpreter, a config differing only in launch options from one
+    # already measured is a free repeat (duplicate_of set), not a measurement
     trials = db_rows(db_url, "SELECT status, max_rel_error FROM tuner_trials "
-                           "WHERE status NOT IN ('invalid', 'cancelled')")
-    assert len(trials) == 3
+                           "WHERE status NOT IN ('invalid', 'cancelled') "
+                           "AND duplicate_of IS NULL")
+    # the autotuned softmax on N=600 has one valid block size (1024): its other configs
+    # differ only in warps and stages, which the interpreter cannot tell apart
+    assert len(trials) == (1 if kernel.endswith("SOFTMAX_AUTOTUNED") else 3)
     assert all(t.status == "ok" and t.max_rel_error is not None for t in trials), trials
     (best,) = db_rows(db_url, "SELECT kernel, config, fraction FROM tuner_best_configs")
     assert best.fraction > 0
