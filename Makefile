@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml constraints.txt
 		$(BIN)/python -m pip install -q --no-index --no-deps "$(TORCH_CPU)" 2>/dev/null \
 		|| $(BIN)/python -m pip install -q --index-url "$(TORCH_CPU_INDEX)" "$(TORCH_CPU)"; \
 	fi
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,benchmarks]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -3,7 +3,8 @@
 One run, one machine, side by side on the same private PostgreSQL:
 
 * **raw Optuna**: ``ask`` + suggest + ``tell`` in a loop on an RDB study, same sampler — the
-  floor any Optuna-based service pays per trial;
+  floor any Optuna-based service pays per trial (``--sampler auto``: the default search's own
+  ask + tell in memory, told the recording's values);
 * **service, 1 in flight**: a job through ``tuner submit`` → scheduler → Redis → Celery
   worker → database → tell, on a zero-cost backend (``replay:`` of a recorded space), one trial
   at a time: the per-trial orchestration overhead;
@@ -17,6 +18,7 @@ round trip; with P in flight it also holds the wait behind the other P − 1. Pr
 writes JSON (``--out``).
 
     python benchmarks/dispatch.py --trials 1000 --workers 2 --parallel 8
+    python benchmarks/dispatch.py --trials 200 --sampler auto
 """
 
 from __future__ import annotations
@@ -52,11 +54,41 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def raw_default_search(trials: int) -> dict[str, Any]:
+    """The default search (``auto``) alone: ask + tell in memory, told the recording's own
+    fractions (its model then does the work it does in a job), nothing else."""
+    from search_spaces import Context
+    from search_spaces.recorded import load_recording
+    from search_spaces.recorded import recorded_space
+    from tuner.control.searches import make_proposer
+
+    rec = load_recording(RECORDING)
+    proposer = make_proposer("auto", recorded_space(rec), Context(rec.problem(), "fp32"), 0)
+    best = rec.best_time_ms()
+    per_trial = []
+    start = time.perf_counter()
+    for _ in range(trials):
+        t0 = time.perf_counter()
+        asked = proposer.ask()
+        if asked is None:
+            break
+        t = rec.entries[rec.key_of(asked.config)]["time"]
+        proposer.tell(asked.number, best / t if isinstance(t, int | float) else None)
+        per_trial.append((time.perf_counter() - t0) * 1e3)
+    wall = time.perf_counter() - start
+    return {"trials": len(per_trial), "wall_s": wall, "trials_per_s": len(per_trial) / wall,
+            "per_trial_ms_median": statistics.median(per_trial),
+            "per_trial_ms_p95": pct(per_trial, 0.95)}
+
+
 def raw_optuna(url: str, trials: int, sampler: str) -> dict[str, Any]:
-    """ask + suggest (the recorded space's parameters) + tell, nothing else."""
+    """ask + suggest (the recorded space's parameters) + tell, nothing else; for ``auto``, the
+    default search's own ask + tell (``raw_default_search``)."""
     from search_spaces.recorded import load_recording
     from search_spaces.recorded import recorded_space
 
+    if sampler == "auto":
+        return raw_default_search(trials)
     space = recorded_space(load_recording(RECORDING))
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = optuna.storages.RDBStorage(url)
@@ -154,7 +186,9 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--parallel", type=int, default=8)
-    parser.add_argument("--sampler", default="random", choices=["random", "tpe"])
+    parser.add_argument("--sampler", default="random", choices=["random", "tpe", "auto"],
+                        help="the search proposing the job's configs; auto = the service's "
+                        "default search (its cost grows with the trials: use --trials 200)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" /
                         "dispatch.json")
     args = parser.parse_args()
@@ -178,7 +212,8 @@ def main() -> None:
         pg.close()
 
     rows = [
-        ("raw Optuna ask+tell", raw["trials_per_s"], raw["per_trial_ms_median"],
+        ("raw default search ask+tell" if args.sampler == "auto" else "raw Optuna ask+tell",
+         raw["trials_per_s"], raw["per_trial_ms_median"],
          raw["per_trial_ms_p95"]),
         ("service, 1 in flight", serial["trials_per_s"], serial["overhead_ms_median"],
          serial["overhead_ms_p95"]),
@@ -192,7 +227,7 @@ def main() -> None:
         print(f"{name:42} {rate:9.1f} {med:10.1f} {p95:8.1f}")
     print("\nms per trial: raw Optuna = ask+tell; service = (told - queued) - measuring time.")
     base = raw["trials_per_s"]
-    print(f"service / raw Optuna throughput: serial {serial['trials_per_s'] / base:.2f}x, "
+    print(f"service / raw ask+tell throughput: serial {serial['trials_per_s'] / base:.2f}x, "
           f"parallel {parallel['trials_per_s'] / base:.2f}x")
     result = {"args": vars(args) | {"out": str(args.out)}, "host": platform.node(),
               "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d"),

@@ -11,6 +11,9 @@ import sqlalchemy as sa
 import sqlalchemy.orm as so
 
 from db.models import BestConfig
+from db.models import Job
+from db.models import Problem
+from db.models import Trial
 from db.models import utcnow
 
 
@@ -63,3 +66,24 @@ def best_configs_of(session: so.Session, kernel: str, dtype: str) -> Sequence[Be
     """Every stored best config of a kernel and dtype (all problems and device kinds)."""
     return session.scalars(sa.select(BestConfig).where(
         BestConfig.kernel == kernel, BestConfig.dtype == dtype)).all()
+
+
+#: Trial outcomes that say something about a config on the device that measured it.
+MEASURED_OUTCOMES = ("ok", "compile_error", "out_of_resources", "wrong_result", "timeout",
+                     "crashed")
+
+
+def results_elsewhere(session: so.Session, kernel: str, dtype: str, problem_key: str,
+                      device_kind: str, limit: int = 20_000,
+                      ) -> list[tuple[dict[str, Any], float | None]]:
+    """Measured (not predicted) outcomes of one kernel, dtype and problem on *other* device
+    kinds: ``(config, fraction)``, ``fraction`` ``None`` for a failure; newest first."""
+    rows = session.execute(
+        sa.select(Trial.config, Trial.status, Trial.fraction)
+        .join(Problem, Problem.id == Trial.problem_id).join(Job, Job.id == Trial.job_id)
+        .where(Job.kernel == kernel, Job.dtype == dtype, Problem.problem_key == problem_key,
+               Job.device_kind != device_kind, Trial.status.in_(MEASURED_OUTCOMES),
+               Trial.duplicate_of.is_(None),
+               sa.or_(Trial.score_basis.is_(None), Trial.score_basis != "predicted"))
+        .order_by(Trial.id.desc()).limit(limit)).all()
+    return [(dict(r.config), r.fraction if r.status == "ok" else None) for r in rows]

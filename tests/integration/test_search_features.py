@@ -139,10 +139,12 @@ def test_prior_seeds_the_search_with_its_favourite():
     assert search.ask().config == favourite
 
 
-@pytest.mark.parametrize("search", ["default", "random", "tpe"])
+@pytest.mark.parametrize("search", ["default", "v:feas+explore", "tpe", "gp"])
 def test_the_search_efficiency_harness_runs_every_search(search):
     sys.path.insert(0, str(ROOT))
-    from benchmarks.search_efficiency import simulate
+    from benchmarks.search_runs import simulate
 
-    curve = simulate(str(replay_file("pnpoly_RTX_3090.json.gz")), search, 0, 12)
+    run = simulate(str(replay_file("pnpoly_RTX_3090.json.gz")), search, 0, 12)
+    curve: list[float] = run.curve
     assert len(curve) == 12 and all(0 <= a <= b <= 1 for a, b in itertools.pairwise(curve))
+    assert len(run.failed) == 12 and run.failed[-1] <= 12 and run.ms

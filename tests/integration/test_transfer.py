@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 
+import pytest
+
+from db import repository as repo
+from db.session import make_engine
+from db.session import session_factory
 from search_spaces import Context
 from search_spaces.recorded import load_recording
 from search_spaces.recorded import recorded_space
@@ -16,6 +22,7 @@ from tuner.core.types import TimingSettings
 from tuner.kernels import resolve_kernel
 from tuner.search.model_search import ModelSearch
 from tuner.search.transfer import StoredBest
+from tuner.search.transfer import measured_prior
 from tuner.search.transfer import shape_distance
 from tuner.search.transfer import transfer_configs
 
@@ -70,3 +77,40 @@ def test_a_new_job_starts_from_the_best_config_stored_for_a_related_problem(sett
     assert first_config(2) == stored
     tune({"M": 64, "N": 64, "K": 256}, transfer=0)  # off: starts where job 1 did
     assert first_config(3) == without
+
+
+def test_measured_prior_ranks_another_devices_results_and_has_no_opinion_elsewhere():
+    prior = measured_prior([({"a": 1}, 0.5), ({"a": 2}, 0.25), ({"a": 2}, 0.1),
+                            ({"a": 3}, None)])
+    assert prior is not None
+    assert prior({"a": 1}) == 0.0 and prior({"a": 2}) == pytest.approx(math.log(0.5))
+    assert prior({"a": 3}) == -math.inf
+    assert prior({"a": 9}) == pytest.approx(math.log(0.5) / 2)  # the median: no opinion
+    assert measured_prior([({"a": 1}, None)]) is None
+
+
+def test_a_new_device_kind_starts_from_the_results_on_another(settings):
+    """Job 1 tunes the convolution on an A6000; job 2, the same kernel and problem on an A4000,
+    reads job 1's results (not its own device's) as its prior and measures job 1's best
+    first."""
+    def tune(recording: str, kind: str) -> int:
+        spec = JobSpec(kernel="replay", problems=[{"p0": 4096, "p1": 4096}], dtype="fp32",
+                       backend=f"replay:{replay_file(recording)}", device_kind=kind, seed=3,
+                       budget=Budget(trials=15), parallel=1, confirm_top=0)
+        kernel = resolve_kernel("replay", spec.backend, settings.kernel_roots)
+        return run_local_job(spec, kernel, settings).job_id
+
+    first = tune("convolution_A6000.json.gz", "nvidia-rtx-a6000")
+    engine = make_engine(settings.db_url)
+    with session_factory(engine)() as session:
+        key = repo.problems_of(session, first)[0].problem_key
+        kernel = repo.get_job(session, first).kernel  # the recording's kernel name
+        there = repo.results_elsewhere(session, kernel, "fp32", key, "nvidia-rtx-a4000")
+        assert repo.results_elsewhere(session, kernel, "fp32", key, "nvidia-rtx-a6000") == []
+        assert repo.results_elsewhere(session, kernel, "fp16", key, "nvidia-rtx-a4000") == []
+        assert len(there) == 15 and any(r[1] is None for r in there)  # failures kept
+        best = max((r for r in there if r[1] is not None), key=lambda r: r[1] or 0.0)[0]
+    second = tune("convolution_A4000.json.gz", "nvidia-rtx-a4000")
+    (row,) = db_rows(settings.db_url, "SELECT config FROM tuner_trials "
+                                      f"WHERE job_id = {second} AND number = 0")
+    assert json.loads(row.config) == best

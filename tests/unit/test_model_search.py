@@ -1,6 +1,7 @@
-"""The default search's parts: the rank transform of its local steps, and the local steps
+"""The default search's parts: the rank transform of its local steps, the local steps
 themselves (single-parameter moves from the best measured configs, two-parameter moves from
-the best one when the search is stuck)."""
+the best one when the search is stuck, other basins when it stays stuck) and the feasibility
+model."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def test_every_second_guided_proposal_moves_a_best_config_widening_when_stuck():
     one too once ``widen_after`` measurements have brought no new best."""
     rec = load_recording(replay_file("dedispersion_A4000.json.gz"))
     space = recorded_space(rec)
-    search = ModelSearch(space, Context(rec.problem(), "fp32"), seed=3)
+    search = ModelSearch(space, Context(rec.problem(), "fp32"), seed=3, explore_after=0)
     measured: list[tuple[float, dict]] = []
     kinds = {"one": 0, "two": 0}
     for n in range(80):
@@ -67,3 +68,47 @@ def test_moves_change_exactly_the_asked_number_of_parameters():
         # every valid config at that distance is there
         assert len(moved) == sum(sum(c[k] != base[k] for k in base) == depth
                                  for c in candidates)
+
+
+def _measure(rec, search: ModelSearch, n: int) -> list[tuple[float, dict]]:
+    measured = []
+    for _ in range(n):
+        asked = search.ask()
+        assert asked is not None
+        t = rec.entries[rec.key_of(asked.config)]["time"]
+        fraction = rec.best_time_ms() / t if isinstance(t, int | float) else None
+        search.tell(asked.number, fraction)
+        measured.append((fraction or 0.0, asked.config))
+    return measured
+
+
+def test_the_feasibility_model_rates_failing_regions_lower():
+    rec = load_recording(replay_file("convolution_A6000.json.gz"))  # 473 of 4,362 fail
+    for seed in (1, 2, 3):
+        search = ModelSearch(recorded_space(rec), Context(rec.problem(), "fp32"), seed=seed,
+                             feasibility=True)
+        _measure(rec, search, 60)
+        candidates = search._ensure()
+        assert any(y is None for y in search.observed.values())
+        p = search._feasible(np.arange(len(candidates)), search._gp)
+        fails = np.array([not isinstance(rec.entries[rec.key_of(c)]["time"], int | float)
+                          for c in candidates])
+        assert p.min() > 0.0 and p.max() <= 1.0
+        assert p[fails].mean() < p[~fails].mean()  # unmeasured failures included
+    off = ModelSearch(recorded_space(rec), Context(rec.problem(), "fp32"), seed=1,
+                      feasibility=False)
+    _measure(rec, off, 20)
+    assert (off._feasible(np.arange(5), off._gp) == 1.0).all()
+
+
+def test_a_search_that_stays_stuck_refines_other_basins():
+    """After ``explore_after`` measurements without a new best, local steps start from the best
+    config of one basin after another (configs >= 3 parameters apart), not only the best."""
+    rec = load_recording(replay_file("convolution_W6600.json.gz"))  # a 4-config needle
+    search = ModelSearch(recorded_space(rec), Context(rec.problem(), "fp32"), seed=0,
+                         explore_after=5)
+    measured = _measure(rec, search, 40)
+    best = max(measured, key=lambda m: m[0])[1]
+    late = [c for _, c in measured[20:]]
+    far = [c for c in late if sum(c[k] != best[k] for k in best) >= 3]
+    assert search._rotation > 0 and far

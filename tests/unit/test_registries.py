@@ -57,6 +57,6 @@ def test_a_registered_backend_is_made_by_name():
 
 
 def test_searches_by_name():
-    assert SEARCHES.names() == ("auto", "tpe", "random", "grid")
+    assert SEARCHES.names() == ("auto", "tpe", "random", "grid", "gp")
     with pytest.raises(ValueError, match=r"unknown sampler 'cma' \(choose from auto, tpe"):
         make_proposer("cma", None, None, 0)  # type: ignore[arg-type]

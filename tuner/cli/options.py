@@ -37,7 +37,7 @@ PatienceOpt = Annotated[int | None, typer.Option(
     help="Stop after this many measured trials without a new best.")]
 SamplerOpt = Annotated[str, typer.Option(
     help="auto (model-guided, constraint-aware, never repeats: the default), or Optuna's tpe, "
-         "random or grid.")]
+         "random, grid or gp (GPSampler).")]
 SeedOpt = Annotated[int | None, typer.Option(help="Sampler and input seed.")]
 ParallelOpt = Annotated[int, typer.Option(help="Trials in flight at once.")]
 CompileTimeoutOpt = Annotated[float, typer.Option(help="Seconds for compile + first call.")]
@@ -55,8 +55,8 @@ ConfirmTopOpt = Annotated[int, typer.Option(
          "(0: no confirmation).")]
 TransferOpt = Annotated[int, typer.Option(
     help="Measure first the best stored configs of this kernel and dtype on up to this many "
-         "related problems (same GPU kind first, then the nearest shape; --sampler auto only; "
-         "0: off).")]
+         "related problems (same GPU kind first, then the nearest shape), and start from this "
+         "problem's results on other GPU kinds (--sampler auto only; 0: off).")]
 MaxAttemptsOpt = Annotated[int, typer.Option(
     help="Deliveries of a trial before it is marked lost (its worker vanished each time).")]
 

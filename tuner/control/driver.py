@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
+from collections.abc import Callable
 from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import field
@@ -59,6 +60,7 @@ from tuner.optuna.mirror import Mirror
 from tuner.search import Proposer
 from tuner.search import Told
 from tuner.search.prior import model_prior
+from tuner.search.transfer import measured_prior
 from tuner.search.transfer import stored_best_rows
 from tuner.search.transfer import transfer_configs
 
@@ -359,9 +361,8 @@ class JobDriver:
             ctx = problem_context(self.kernel, self.spec, dict(problem.problem))
             with self.sessions() as session:
                 warm = self._transfer(session, dict(problem.problem))
-                proposer = make_proposer(
-                    self.spec.sampler, self.kernel.space, ctx, self.spec.seed,
-                    model_prior(self.kernel, self.spec, dict(problem.problem)), warm)
+                proposer = make_proposer(self.spec.sampler, self.kernel.space, ctx,
+                                         self.spec.seed, self._prior(session, problem), warm)
                 history = [Told(t.number, dict(t.config), t.told, t.fraction
                                 if t.status == TrialStatus.OK else None)
                            for t in repo.trials_of_problem(session, problem.id)]
@@ -370,11 +371,21 @@ class JobDriver:
             self._runs[problem.id] = run
         return run
 
+    def _prior(self, session: so.Session, problem: Problem) -> Callable[[Config], float] | None:
+        """The kernel's analytic model (GPU jobs); else, with transfer on, this problem's
+        results on other device kinds (``tuner.search.transfer.measured_prior``)."""
+        prior = model_prior(self.kernel, self.spec, dict(problem.problem))
+        if prior is None and self.spec.transfer > 0 and self.spec.sampler == "auto":
+            prior = measured_prior(repo.results_elsewhere(
+                session, self.kernel.name, self.spec.dtype, problem.problem_key,
+                self.spec.device_kind))
+        return prior
+
     def _transfer(self, session: so.Session, problem: dict[str, int]) -> list[Config]:
         """Stored best configs of related problems to start from (``JobSpec.transfer``)."""
         if self.spec.transfer <= 0 or self.spec.sampler != "auto":
             return []
-        rows = repo.best_configs_of(session, self.spec.kernel, self.spec.dtype)
+        rows = repo.best_configs_of(session, self.kernel.name, self.spec.dtype)  # as stored
         return transfer_configs(stored_best_rows(rows), problem, self.spec.device_kind,
                                 self.spec.transfer)
 

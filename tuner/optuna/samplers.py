@@ -21,7 +21,7 @@ from tuner.optuna.storage import distributions
 from tuner.search.proposer import Asked
 from tuner.search.proposer import Told
 
-SAMPLERS = ("tpe", "random", "grid")
+SAMPLERS = ("tpe", "random", "grid", "gp")
 
 
 class AskTellGridSampler(optuna.samplers.GridSampler):
@@ -35,11 +35,14 @@ class AskTellGridSampler(optuna.samplers.GridSampler):
 
 
 def make_sampler(name: str, space: SearchSpace, seed: int | None) -> optuna.samplers.BaseSampler:
-    """``tpe`` (Optuna's defaults), ``random`` or ``grid`` (every point of the space)."""
+    """``tpe`` (Optuna's defaults), ``random``, ``grid`` (every point of the space) or ``gp``
+    (Optuna's ``GPSampler``, a Gaussian process with its defaults; needs torch and scipy)."""
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed)
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
+    if name == "gp":
+        return optuna.samplers.GPSampler(seed=seed)
     if name == "grid":
         if any(p.when for p in space.params):
             raise ValueError("the grid sampler cannot walk a space with conditional parameters")

@@ -42,6 +42,7 @@ from search_spaces import canonical_json
 from tuner.search.encoding import Encoder
 from tuner.search.gp import GaussianProcess
 from tuner.search.gp import expected_improvement
+from tuner.search.gp import matern52
 from tuner.search.gp import normal_scores
 from tuner.search.proposer import Asked
 from tuner.search.proposer import Told
@@ -58,6 +59,10 @@ REFIT_EVERY = 8
 MAX_SCORED = 4000
 TOP_K = 5
 NEIGHBOURS = 100
+#: Weight of the standard deviation in the stalled search's upper-confidence-bound steps.
+EXPLORE_KAPPA = 2.0
+#: A stalled search refines from configs this many parameters apart (distinct basins).
+DIVERSE_PARAMS = 3
 
 
 def _key(config: Config) -> str:
@@ -106,8 +111,11 @@ class ModelSearch:
                  xi: float = 0.0, local_every: int = 2,
                  prior: Callable[[Config], float] | None = None,
                  warm_start: Sequence[Config] = (), local_top: int = 3,
-                 widen_after: int = 10) -> None:
+                 widen_after: int = 10, feasibility: bool = False,
+                 explore_after: int = 0) -> None:
         self.local_top = local_top
+        self.feasibility = feasibility
+        self.explore_after = explore_after
         self.widen_after = widen_after
         self.space = space
         self.warm_start = [dict(c) for c in warm_start]
@@ -121,6 +129,7 @@ class ModelSearch:
         self.prior = prior
         self._prior = np.zeros(0)
         self._steps = 0
+        self._rotation = 0
         self.encoder = Encoder(space)
         self._candidates: list[Config] | None = None
         self._x = np.zeros((0, 0))
@@ -193,7 +202,10 @@ class ModelSearch:
                 return idx
         taken = list(self.observed) + list(self.pending)
         pool = np.array(free)
-        if self.prior is not None:  # the model's favourites first, spread among themselves
+        if self.prior is not None and len(taken) % 2 == 0:
+            # The prior's favourite first; then every other start is among its top tenth
+            # (spread among themselves), the rest as without a prior, a hedge against a prior
+            # that is wrong here (another GPU's results, an analytic model).
             scores = self._prior[pool]
             if not taken:
                 return int(pool[int(np.argmax(scores))])
@@ -215,14 +227,23 @@ class ModelSearch:
             return self._initial(free)
         ys = np.array([self.observed[i] for i in done], dtype=float)
         failed = [i for i, y in self.observed.items() if y is None]
+        if self.feasibility:  # failures go to the feasibility model, not the regression
+            failed = []
         idx = done + failed
         y = np.concatenate([ys, np.full(len(failed), ys.min() - self.fail_penalty)])
         self._steps += 1
+        stalled = self._since_best()
         if self.local_every and self._steps % self.local_every == 0:
-            tops = [done[i] for i in np.argsort(-ys)[:self.local_top]]
+            order = [done[i] for i in np.argsort(-ys)]
+            stuck = bool(self.explore_after) and stalled >= self.explore_after
+            tops = order[:self.local_top]
+            if stuck:  # refine around one basin after another: the best config of each
+                basins = self._diverse(order)
+                self._rotation += 1
+                tops = [basins[self._rotation % len(basins)]]
             free_set = set(free)
             moves = [self._moves(t, free_set, 1) for t in tops]
-            if self.widen_after and self._since_best() >= self.widen_after:
+            if self.widen_after and stalled >= self.widen_after:
                 moves.append(self._moves(tops[0], free_set, 2))  # stuck: two at a time
             near = np.unique(np.concatenate(moves))
             if len(near):
@@ -233,21 +254,43 @@ class ModelSearch:
                 self._fit(self._rank_gp, idx, scores)
                 mean, std = self._rank_gp.predict(self._x[near])
                 ei = expected_improvement(mean, std, float(scores[:len(done)].max()), self.xi)
-                return int(near[int(np.argmax(ei))])
+                return int(near[int(np.argmax(ei * self._feasible(near, self._rank_gp)))])
         y = y - self._prior[idx]  # the GP models what the prior gets wrong (zero without one)
         self._fit(self._gp, idx, y)
         pool = self._pool(free, [done[i] for i in np.argsort(-ys)[:TOP_K]])
         mean, std = self._gp.predict(self._x[pool])
         mean = mean + self._prior[pool]
-        ei = expected_improvement(mean, std, float(ys.max()), self.xi)
-        return int(pool[int(np.argmax(ei))])
+        feasible = self._feasible(pool, self._gp)
+        if self.explore_after and stalled >= self.explore_after:
+            # Stuck: an upper confidence bound (log units) instead of EI sends the step where
+            # the model knows least among the configs that could still be good (another basin).
+            score = mean + EXPLORE_KAPPA * std + np.log(feasible)
+        else:
+            score = expected_improvement(mean, std, float(ys.max()), self.xi) * feasible
+        return int(pool[int(np.argmax(score))])
+
+    def _feasible(self, pool: np.ndarray, gp: GaussianProcess) -> np.ndarray:
+        """Estimated probability that each of ``pool`` runs (1.0 when the feasibility model is
+        off or nothing has failed): the kernel-weighted share of successes among the measured
+        configs, under the regression GP's length scales, with one pseudo-success and one
+        pseudo-failure (Laplace smoothing), so a config far from every failure keeps ~1."""
+        measured = list(self.observed)
+        ok = np.array([self.observed[i] is not None for i in measured], dtype=float)
+        if not self.feasibility or ok.all() or gp.lengths is None:
+            return np.ones(len(pool))
+        weights = matern52(self._x[pool], self._x[measured], gp.lengths)
+        near_failures = weights @ (1.0 - ok)
+        share: np.ndarray = (weights @ ok + 1.0) / (weights @ ok + near_failures + 2.0)
+        return np.where(near_failures < 1e-3, 1.0, share)
 
     def _fit(self, gp: GaussianProcess, idx: list[int], y: np.ndarray) -> None:
         """Fit ``gp`` to the measured candidates ``idx`` (targets ``y``), re-choosing its
         hyperparameters every REFIT_EVERY new points; in-flight configs then count at their
         predicted value (kriging believer), so successive proposals spread out."""
         x = self._x[idx]
-        if gp.tuned_at is None or len(idx) - gp.tuned_at >= REFIT_EVERY:
+        # Re-chosen every REFIT_EVERY points, or every eighth of them once there are many
+        # (the grid search is most of a proposal's CPU time; late points move them little).
+        if gp.tuned_at is None or len(idx) - gp.tuned_at >= max(REFIT_EVERY, len(idx) // 8):
             gp.fit_hyperparameters(x, y)
         gp.fit(x, y)
         if self.pending:
@@ -269,6 +312,18 @@ class ModelSearch:
                 if j is not None and j in free:
                     out.append(j)
         return np.array(out, dtype=int)
+
+    def _diverse(self, order: list[int]) -> list[int]:
+        """The best measured config, then, best first, every measured config that differs from
+        each one already picked in at least DIVERSE_PARAMS parameters (one per basin)."""
+        assert self._candidates is not None
+        picked: list[int] = []
+        for i in order:
+            config = self._candidates[i]
+            if all(sum(config.get(k) != v for k, v in self._candidates[j].items())
+                   >= DIVERSE_PARAMS for j in picked):
+                picked.append(i)
+        return picked
 
     def _since_best(self) -> int:
         """Measurements finished since the best one so far (0: the last one is the best)."""

@@ -7,12 +7,19 @@ over shared dimensions of ``|log2(a / b)|``, so 4096 is as far from 2048 as 2048
 The default search measures those first when they are valid for the new problem; it skips the
 rest, so a stale or foreign config costs no measurement.
 
-Measured: ``benchmarks/transfer.py`` (README, "Search quality").
+A new *device kind* also starts from every stored result of the same kernel, problem and
+dtype measured on other device kinds (``measured_prior``): the search's prior, so it starts
+from that GPU's best configs and its model learns only how this GPU differs.
+
+Measured: ``benchmarks/transfer.py`` (shapes, predicted times) and
+``benchmarks/search_transfer.py`` (GPUs, recorded times) — README, "Search quality".
 """
 
 from __future__ import annotations
 
 import math
+import statistics
+from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -61,3 +68,30 @@ def stored_best_rows(rows: Iterable[Any]) -> list[StoredBest]:
     """``StoredBest`` from ``tuner_best_configs`` rows (anything with ``problem``,
     ``device_kind`` and ``config``)."""
     return [StoredBest(dict(r.problem), str(r.device_kind), dict(r.config)) for r in rows]
+
+
+def measured_prior(results: Iterable[tuple[Config, float | None]],
+                   ) -> Callable[[Config], float] | None:
+    """A search prior from measured results of the same kernel and problem on another device:
+    ``(config, roofline fraction or None for a failure)`` pairs. The prior of a measured config
+    is its log fraction relative to the best there (0 for the best; ``-inf`` for a failure, the
+    search puts those below every other config); a config never measured there gets the median
+    of the measured ones (no opinion). Several results for one config: the best counts.
+    ``None`` when nothing succeeded."""
+    best: dict[str, float] = {}
+    for config, fraction in results:
+        key = canonical_json(config)
+        value = math.log(fraction) if fraction is not None and fraction > 0 \
+            and math.isfinite(fraction) else -math.inf
+        best[key] = max(best.get(key, -math.inf), value)
+    finite = [v for v in best.values() if math.isfinite(v)]
+    if not finite:
+        return None
+    top = max(finite)
+    typical = statistics.median(finite) - top
+
+    def prior(config: Config) -> float:
+        value = best.get(canonical_json(config))
+        return typical if value is None else value - top
+
+    return prior

@@ -1,0 +1,122 @@
+"""One simulated search run on a recorded space (``benchmarks/data/replay/README.md``).
+
+Budget B = distinct recorded configs measured, succeeded or failed; proposals of configs the
+recording lacks (statically invalid) and repeats are free. A run gives up after ``MAX_FREE``
+free proposals in all, or ``MAX_FREE_IN_A_ROW`` in a row (the search is repeating itself; its
+best so far then holds for the rest of the budget).
+
+Search names: ``default`` (the service's ``auto``), ``v:<variant>`` (the default search with
+the constants of ``VARIANTS[variant]``, for held-out selection), ``tpe`` / ``gp`` (Optuna's
+``TPESampler`` / ``GPSampler``, default settings) and ``kt:<strategy>`` (Kernel Tuner,
+``benchmarks/search_peers.py``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from functools import lru_cache
+from typing import Any
+
+from search_spaces import Config
+from search_spaces import Context
+from search_spaces.recorded import Recording
+from search_spaces.recorded import load_recording
+from search_spaces.recorded import recorded_space
+from tuner.control.searches import make_proposer
+from tuner.search.model_search import ModelSearch
+from tuner.search.proposer import Proposer
+
+MAX_FREE = 2_000
+MAX_FREE_IN_A_ROW = 200
+#: Observations from which a proposal counts as "late" (the issue's 200-observation cost).
+LATE_FROM = 150
+
+#: Candidate constants of the default search. Held-out selection (``search_heldout.py``)
+#: picks one per fold on the other files; ``tuner.search.model_search.ModelSearch``'s defaults
+#: are the pick on all files.
+VARIANTS: dict[str, dict[str, Any]] = {
+    "base": {"feasibility": False, "explore_after": 0},
+    "feas": {"feasibility": True, "explore_after": 0},
+    "explore": {"feasibility": False, "explore_after": 20},
+    "feas+explore": {"feasibility": True, "explore_after": 20},
+    "feas+explore40": {"feasibility": True, "explore_after": 40},
+}
+
+
+@dataclass
+class Run:
+    """One run: best fraction after each measured config, failures among the first b measured
+    (same length), CPU ms per proposal (``ms``) and those made with >= LATE_FROM observations."""
+
+    curve: list[float]
+    failed: list[int]
+    ms: list[float] = field(default_factory=list)
+    late_ms: list[float] = field(default_factory=list)
+
+
+@lru_cache(maxsize=4)
+def recording(path: str) -> Recording:
+    return load_recording(path)
+
+
+def build(search: str, rec: Recording, seed: int,
+          prior: Callable[[Config], float] | None = None,
+          warm_start: Sequence[Config] = ()) -> Proposer:
+    space = recorded_space(rec)
+    ctx = Context(rec.problem(), "fp32")
+    if search.startswith("v:"):
+        return ModelSearch(space, ctx, seed, prior=prior, warm_start=warm_start,
+                           **VARIANTS[search[2:]])
+    name = "auto" if search == "default" else search
+    return make_proposer(name, space, ctx, seed, prior=prior, warm_start=warm_start)
+
+
+def simulate(path: str, search: str, seed: int, budget: int,
+             prior: Callable[[Config], float] | None = None,
+             warm_start: Sequence[Config] = ()) -> Run:
+    """Run ``search`` on the recording at ``path`` until ``budget`` configs are measured."""
+    rec = recording(path)
+    if search.startswith("kt:"):
+        from benchmarks.search_peers import kt_run
+
+        curve, failures, ms = kt_run(path, rec, search[3:], seed, budget)
+        return Run(curve, [failures] * budget, ms, [])
+    space = recorded_space(rec)
+    proposer = build(search, rec, seed, prior, warm_start)
+    best_ms = rec.best_time_ms()
+    measured: dict[str, float | None] = {}
+    run = Run([], [])
+    best, failures, free, in_a_row = 0.0, 0, 0, 0
+    while len(measured) < budget and free < MAX_FREE and in_a_row < MAX_FREE_IN_A_ROW:
+        start = time.process_time()
+        asked = proposer.ask()
+        took = 1000 * (time.process_time() - start)
+        run.ms.append(took)
+        if len(measured) >= LATE_FROM:
+            run.late_ms.append(took)
+        if asked is None:
+            break
+        config = asked.config
+        key = rec.key_of(config) if not space.domain_errors(config) else None
+        if key is None or key not in rec.entries or key in measured:
+            # statically invalid, or a repeat: free
+            proposer.tell(asked.number, measured.get(key) if key else None)
+            free, in_a_row = free + 1, in_a_row + 1
+            continue
+        in_a_row = 0
+        value = rec.entries[key]["time"]
+        fraction = best_ms / value if isinstance(value, int | float) and value > 0 else None
+        measured[key] = fraction
+        proposer.tell(asked.number, fraction)
+        failures += fraction is None
+        best = max(best, fraction or 0.0)
+        run.curve.append(best)
+        run.failed.append(failures)
+    pad = budget - len(run.curve)
+    run.curve += [best] * pad
+    run.failed += [failures] * pad
+    return run
