@@ -44,6 +44,7 @@ from benchmarks.search_peers import random_exact  # noqa: E402
 from benchmarks.search_runs import VARIANTS  # noqa: E402
 from benchmarks.search_runs import Run  # noqa: E402
 from benchmarks.search_runs import recording  # noqa: E402
+from benchmarks.search_runs import shipped_variant  # noqa: E402
 from benchmarks.search_runs import simulate  # noqa: E402
 
 BUDGETS = (10, 20, 50, 100, 200)
@@ -72,9 +73,12 @@ def cost_stats(runs: list[Run]) -> dict[str, float]:
             "late_p95_ms": float(np.quantile(late, 0.95)) if len(late) else float("nan")}
 
 
-def heldout_table(stats: dict[str, Any], peers: list[str], by: str) -> dict[str, Any]:
-    """Per file and B: the held-out pick's figures, the best peer, the lead and the verdict."""
-    pick = ho.held_out(stats, CANDIDATES, by)
+def heldout_table(stats: dict[str, Any], peers: list[str], by: str,
+                  candidates: list[str]) -> dict[str, Any]:
+    """Per file and B: the held-out pick's figures, the best peer, the lead and the verdict
+    (one candidate: that one everywhere, e.g. the shipped default on files it never saw)."""
+    pick = ho.held_out(stats, candidates, by) if len(candidates) > 1 else {
+        name: candidates[0] for name in stats}
     out: dict[str, Any] = {}
     for name, per_search in stats.items():
         rows = {}
@@ -133,10 +137,14 @@ def markdown(report: dict[str, Any]) -> str:
                          f"{f['mean']:.3f} / {f['p10']:.3f} | {c['best_peer']} "
                          f"{c['peer_mean']:.3f} | {c['lead']:+.3f} ± {c['two_se']:.3f} | "
                          f"{c['verdict']} |")
-    searches = sorted({s for per in report["spaces"].values() for s in per})
+    shipped = report.get("shipped_default", report["chosen_on_all_files"])
+    peers = sorted({s for per in report["spaces"].values() for s in per if s[:2] != "v:"})
+    searches = [shipped, *peers]
     lines += ["", "| space | " + " | ".join(searches) + " |",
               "|---|" + "---|" * len(searches)]
     for name, per in sorted(report["spaces"].items()):
+        if not any(cells[str(max(report["budgets"]))]["failed_share"] for cells in per.values()):
+            continue  # nothing fails here
         lines.append(f"| {name} | " + " | ".join(
             f"{per[s][str(max(report['budgets']))]['failed_share']:.3f}" if s in per else "-"
             for s in searches) + " |")
@@ -155,6 +163,15 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--out", type=Path,
                         default=ROOT / "benchmarks" / "results" / "search_efficiency.json")
+    parser.add_argument("--shipped", action="store_true",
+                        help="run only the shipped default (its constants were chosen on the "
+                        "ten recordings): for files it has never seen")
+    parser.add_argument("--candidates", default=",".join(VARIANTS),
+                        help="candidate constants of the default to run (names of "
+                        "benchmarks/search_runs.py VARIANTS)")
+    parser.add_argument("--merge", type=Path, metavar="JSON",
+                        help="a saved report on the same files and seeds: its figures for the "
+                        "searches this run does not run are kept (selection uses both)")
     parser.add_argument("--render", type=Path, metavar="JSON",
                         help="print the README's tables from a saved report; run nothing")
     args = parser.parse_args()
@@ -163,13 +180,24 @@ def main() -> None:
         return
     files = [str(f) for f in args.files] or sorted(
         str(f) for f in (ROOT / "benchmarks" / "data" / "replay").glob("*.json*"))
+    for f in files:  # a bad path is one line, not a traceback from a pool worker
+        try:
+            recording(f)
+        except (OSError, ValueError) as exc:
+            parser.exit(2, f"error: {f}: {exc}\n")
     peers = [p for p in args.peers.split(",") if p]
     if any(p.startswith("kt:") for p in peers) and importlib.util.find_spec("kernel_tuner") \
             is None:
         print("note: Kernel Tuner is not installed (pip install -e '.[benchmarks]'): "
               "its strategies are left out of this run")
         peers = [p for p in peers if not p.startswith("kt:")]
-    searches = CANDIDATES + peers
+    unknown = [c for c in args.candidates.split(",") if c and c not in VARIANTS]
+    if unknown:
+        parser.exit(2, f"error: unknown candidate(s) {', '.join(unknown)} "
+                    f"(choose from {', '.join(VARIANTS)})\n")
+    candidates = [f"v:{shipped_variant()}"] if args.shipped else [
+        f"v:{c}" for c in args.candidates.split(",") if c]
+    searches = candidates + peers
     tasks = [(f, s, seed, max(BUDGETS)) for f in files for s in searches
              for seed in range(args.gp_seeds if s == "gp" else args.seeds)]
     tasks.sort(key=lambda t: t[1] != "gp")  # the slow ones first, so the pool ends together
@@ -186,25 +214,36 @@ def main() -> None:
     names = {f: Path(f).name.split(".json")[0] for f in files}
     stats: dict[str, Any] = {}
     for f in files:
-        per = {s: {str(b): cell_stats(rs, b) for b in BUDGETS} for s, rs in runs[f].items()}
+        per = {s: {str(b): cell_stats(rs, b) for b in BUDGETS}
+               for s, rs in runs.get(f, {}).items()}
         per["random"] = random_exact(recording(f), BUDGETS)
         stats[names[f]] = per
-    peers = ["random", *peers]
-    loo = heldout_table(stats, peers, "file")
-    lofo = heldout_table(stats, peers, "family")
+    kept: dict[str, Any] = {}
+    if args.merge:
+        kept = json.loads(args.merge.read_text())
+        for name, per in stats.items():
+            for search, cells in kept["spaces"][name].items():
+                per.setdefault(search, cells)
+    present = stats[names[files[0]]]
+    candidates = [c for c in CANDIDATES if c in present] if not args.shipped else candidates
+    peers = ["random", *[p for p in present if not p.startswith("v:") and p != "random"]]
+    loo = heldout_table(stats, peers, "file", candidates)
+    lofo = heldout_table(stats, peers, "family", candidates)
     for f in files:
         print_file(names[f], stats[names[f]], loo[names[f]], lofo[names[f]], peers)
     report: dict[str, Any] = {
         "budgets": BUDGETS, "seeds": args.seeds, "gp_seeds": args.gp_seeds,
-        "candidates": {c: VARIANTS[c[2:]] for c in CANDIDATES}, "spaces": stats,
+        "candidates": {c: VARIANTS[c[2:]] for c in candidates}, "spaces": stats,
         "held_out": {"leave_one_file_out": loo, "leave_one_family_out": lofo},
         "summary": {"leave_one_file_out": summary(stats, loo, peers),
                     "leave_one_family_out": summary(stats, lofo, peers)},
-        "chosen_on_all_files": ho.choose(stats, CANDIDATES, list(stats)),
-        "cost": {s: cost_stats([r for f in files for r in runs[f].get(s, [])])
-                 for s in searches},
-        "seconds_per_run": {s: seconds[s] / sum(len(runs[f].get(s, [])) for f in files)
-                            for s in seconds}}
+        "chosen_on_all_files": ho.choose(stats, candidates, list(stats)),
+        "shipped_default": f"v:{shipped_variant()}",
+        "cost": {**kept.get("cost", {}), **{
+            s: cost_stats([r for f in files for r in runs[f].get(s, [])]) for s in searches}},
+        "seconds_per_run": {**kept.get("seconds_per_run", {}), **{
+            s: seconds[s] / sum(len(runs[f].get(s, [])) for f in files) for s in seconds}},
+        "merged": {"from": str(args.merge), "run_now": searches} if args.merge else None}
     for kind, summ in report["summary"].items():
         print(f"\n{kind}: default vs the best peer in {sum(summ['verdicts'].values())} cells: "
               + ", ".join(f"{n} {v}" for v, n in summ["verdicts"].items())

@@ -13,6 +13,7 @@ the constants of ``VARIANTS[variant]``, for held-out selection), ``tpe`` / ``gp`
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable
 from collections.abc import Sequence
@@ -39,12 +40,21 @@ LATE_FROM = 150
 #: picks one per fold on the other files; ``tuner.search.model_search.ModelSearch``'s defaults
 #: are the pick on all files.
 VARIANTS: dict[str, dict[str, Any]] = {
-    "base": {"feasibility": False, "explore_after": 0},
-    "feas": {"feasibility": True, "explore_after": 0},
-    "explore": {"feasibility": False, "explore_after": 20},
-    "feas+explore": {"feasibility": True, "explore_after": 20},
-    "feas+explore40": {"feasibility": True, "explore_after": 40},
+    "base": {"feasibility": False, "failed_in_model": True, "explore_after": 0},
+    "feas": {"feasibility": True, "failed_in_model": False, "explore_after": 0},
+    "explore": {"feasibility": False, "failed_in_model": True, "explore_after": 20},
+    "feas+explore": {"feasibility": True, "failed_in_model": False, "explore_after": 20},
+    "feas+explore40": {"feasibility": True, "failed_in_model": False, "explore_after": 40},
+    "feas+fails": {"feasibility": True, "failed_in_model": True, "explore_after": 0},
 }
+
+
+def shipped_variant() -> str:
+    """The candidate whose constants are ``ModelSearch``'s defaults (what ``auto`` runs)."""
+    params = inspect.signature(ModelSearch.__init__).parameters
+    shipped = {k: params[k].default for k in ("feasibility", "failed_in_model",
+                                              "explore_after")}
+    return next(name for name, consts in VARIANTS.items() if consts == shipped)
 
 
 @dataclass

@@ -96,7 +96,7 @@ def main() -> None:
     print(f"{'target':>26} {'source':>26} " + " ".join(
         f"{m + ' B=' + str(b):>16}" for m in MODES for b in BUDGETS))
     for t, s in pairs:
-        row = {"target": name[t], "source": name[s]}
+        row: dict[str, Any] = {"target": name[t], "source": name[s]}
         for m in MODES:
             runs = curves[(t, "-", m)] if m == "cold" else curves[(t, s, m)]
             row[m] = {str(b): cell(runs, b) for b in BUDGETS}

@@ -9,6 +9,7 @@ closing braces; the loader closes them.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import json
@@ -106,7 +107,8 @@ def _parse(text: str) -> dict[str, Any]:
     # Cut back to the last complete entry, then close.
     cut = body.rfind("},")
     if cut > 0:
-        return dict(json.loads(body[: cut + 1] + "}}"))
+        with contextlib.suppress(ValueError):
+            return dict(json.loads(body[: cut + 1] + "}}"))
     raise ValueError("not a Kernel Tuner cache file (unparseable JSON)")
 
 

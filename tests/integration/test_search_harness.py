@@ -70,5 +70,6 @@ def test_held_out_choice_never_sees_the_left_out_file():
 
 def test_the_shipped_default_is_one_of_the_candidates():
     params = inspect.signature(ModelSearch.__init__).parameters
-    shipped = {k: params[k].default for k in ("feasibility", "explore_after")}
+    shipped = {k: params[k].default for k in ("feasibility", "failed_in_model",
+                                              "explore_after")}
     assert shipped in VARIANTS.values()

@@ -10,8 +10,11 @@ budget in two phases:
    (typical configs) and by greedy maximin in feature space (the corners, where kernel optima
    often sit: largest tiles, a flag on or off), ``n_init`` in all;
 2. **Model-guided**: a Gaussian process on log(roofline fraction) over every measured config
-   (failed configs enter at the worst value seen, so the model learns to avoid their region)
-   ranks the unmeasured valid configs by expected improvement; every ``local_every``-th
+   (failed configs enter at the worst value seen; ``failed_in_model=False`` leaves them out)
+   ranks the unmeasured valid configs by expected improvement times their estimated
+   probability of running (the **feasibility model**, ``feasibility``: the kernel-weighted
+   share of successes among the measured configs near each candidate, so the budget goes less
+   where configs fail); every ``local_every``-th
    proposal instead maximises it among the configs that differ from one of the ``local_top``
    best measured configs in a single parameter (local refinement; once ``widen_after``
    measurements have brought no new best, also those that differ from the best config in two
@@ -19,9 +22,13 @@ budget in two phases:
    to the normal scores of the ranks (a Gaussian copula: near the optimum the differences
    that matter are finer than the log model's noise). Configs still in flight are fantasised
    at their predicted value (kriging believer), so several proposals in a row spread out
-   instead of piling onto one point.
+   instead of piling onto one point. ``explore_after`` (0: off, the default) is a measured
+   candidate that was not chosen: once that many measurements bring no new best, local steps
+   refine around one basin after another and global steps maximise an upper confidence bound.
 
-Measured: ``benchmarks/search_efficiency.py`` (README, "Search quality").
+The constants (``feasibility``, ``failed_in_model``, ``explore_after``) were chosen held out
+among the candidates of ``benchmarks/search_runs.py``; measured:
+``benchmarks/search_efficiency.py`` (README, "Search quality").
 """
 
 from __future__ import annotations
@@ -111,10 +118,11 @@ class ModelSearch:
                  xi: float = 0.0, local_every: int = 2,
                  prior: Callable[[Config], float] | None = None,
                  warm_start: Sequence[Config] = (), local_top: int = 3,
-                 widen_after: int = 10, feasibility: bool = False,
-                 explore_after: int = 0) -> None:
+                 widen_after: int = 10, feasibility: bool = True,
+                 failed_in_model: bool = True, explore_after: int = 0) -> None:
         self.local_top = local_top
         self.feasibility = feasibility
+        self.failed_in_model = failed_in_model or not feasibility
         self.explore_after = explore_after
         self.widen_after = widen_after
         self.space = space
@@ -202,10 +210,7 @@ class ModelSearch:
                 return idx
         taken = list(self.observed) + list(self.pending)
         pool = np.array(free)
-        if self.prior is not None and len(taken) % 2 == 0:
-            # The prior's favourite first; then every other start is among its top tenth
-            # (spread among themselves), the rest as without a prior, a hedge against a prior
-            # that is wrong here (another GPU's results, an analytic model).
+        if self.prior is not None:  # the model's favourites first, spread among themselves
             scores = self._prior[pool]
             if not taken:
                 return int(pool[int(np.argmax(scores))])
@@ -227,7 +232,7 @@ class ModelSearch:
             return self._initial(free)
         ys = np.array([self.observed[i] for i in done], dtype=float)
         failed = [i for i, y in self.observed.items() if y is None]
-        if self.feasibility:  # failures go to the feasibility model, not the regression
+        if not self.failed_in_model:  # failures go to the feasibility model only
             failed = []
         idx = done + failed
         y = np.concatenate([ys, np.full(len(failed), ys.min() - self.fail_penalty)])
