@@ -88,9 +88,10 @@ def _plain_json(path: str) -> str:
 
 
 def kt_run(path: str, rec: Recording, strategy: str, seed: int, budget: int,
-           ) -> tuple[list[float], int, list[float]]:
-    """One Kernel Tuner run: best fraction after each distinct measured config (length
-    ``budget``), failed configs among those measured, and per-proposal strategy time (ms)."""
+           ) -> tuple[list[float], list[int], list[float]]:
+    """One Kernel Tuner run: best fraction after each distinct measured config and failed
+    configs among the first b measured (both of length ``budget``), and per-proposal strategy
+    time (ms)."""
     from kernel_tuner import util  # optional dependency: imported only when asked for
     from kernel_tuner.interface import tune_kernel
 
@@ -114,6 +115,7 @@ def kt_run(path: str, rec: Recording, strategy: str, seed: int, budget: int,
     best_ms = rec.best_time_ms()
     seen: set[str] = set()
     curve: list[float] = []
+    failed: list[int] = []
     best = 0.0
     failures = 0
     ms: list[float] = []
@@ -130,5 +132,7 @@ def kt_run(path: str, rec: Recording, strategy: str, seed: int, budget: int,
         failures += 0 if ok else 1
         best = max(best, best_ms / t if ok else 0.0)
         curve.append(best)
-    return curve + [best] * (budget - len(curve)), failures, ms
+        failed.append(failures)
+    pad = budget - len(curve)
+    return curve + [best] * pad, failed + [failures] * pad, ms
 

@@ -93,8 +93,8 @@ def simulate(path: str, search: str, seed: int, budget: int,
     if search.startswith("kt:"):
         from benchmarks.search_peers import kt_run
 
-        curve, failures, ms = kt_run(path, rec, search[3:], seed, budget)
-        return Run(curve, [failures] * budget, ms, [])
+        curve, failed, ms = kt_run(path, rec, search[3:], seed, budget)
+        return Run(curve, failed, ms, [])
     space = recorded_space(rec)
     proposer = build(search, rec, seed, prior, warm_start)
     best_ms = rec.best_time_ms()
