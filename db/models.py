@@ -143,6 +143,9 @@ class Trial(Base):
     # confirmation re-measurement (finalists only), ms
     confirm_ms: so.Mapped[float | None]
     confirm_n: so.Mapped[int | None]
+    #: Where the trial's time went (``Measurement.phases``: compile, cache hit, device wait,
+    #: check, timing, device start/end); ``tuner.core.device_time`` reads it.
+    phases: so.Mapped[dict[str, Any] | None] = so.mapped_column(sa.JSON)
 
 
 class StaticCheck(Base):

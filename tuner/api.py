@@ -53,15 +53,18 @@ def tune(kernel: str, shapes: Sequence[str] | str, *, dtype: str | None = None,
          patience: int | None = None, confirm_top: int = 3,
          transfer: int = DEFAULT_TRANSFER, db: str | None = None,
          compile_timeout: float = 120, run_timeout: float = 60,
-         verbose: bool = False) -> TuneResult:
+         compile_procs: int | None = None, verbose: bool = False) -> TuneResult:
     """Tune ``kernel`` (a built-in name or ``path/to/module.py:NAME``) on ``shapes``
-    (``"M=512,N=512,K=512"`` or a list of them); blocking. ``verbose`` prints the new bests
-    to stderr as they come."""
+    (``"M=512,N=512,K=512"`` or a list of them); blocking. ``compile_procs``: processes per
+    GPU compiling the next configs while one is timed (``tuner tune --compile-procs``;
+    ``None``: from the cores, 0: serial). ``verbose`` prints the new bests to stderr as they
+    come."""
     settings = Settings.from_env().with_db(db)
     shape_list = [shapes] if isinstance(shapes, str) else list(shapes)
     options = JobOptions(kernel, shape_list, dtype, backend, device_kind, trials, time_limit,
                          target, patience, sampler, seed, parallel, compile_timeout,
-                         run_timeout, None, None, confirm_top=confirm_top, transfer=transfer)
+                         run_timeout, None, None, confirm_top=confirm_top, transfer=transfer,
+                         lookahead=compile_procs)
     spec, kernel_spec = build_spec(options, settings, submit=False)
     outcome = run_local_job(spec, kernel_spec, settings,
                             _print_to_stderr if verbose else ignore)

@@ -136,3 +136,37 @@ def history_png(series: Mapping[str, Sequence[float | None]], path: Path, title:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+#: Colours of the timeline's kinds of time (``tuner.core.device_time.segments``).
+TIMELINE_COLOURS = {"busy": "tab:green", "compile": "tab:orange", "pool compile": "tab:blue"}
+
+
+def timeline_png(pieces: Sequence[tuple[str, float, float, str]], path: Path,
+                 title: str) -> int:
+    """One row per device (busy measuring in green, compiling on the device in orange; the
+    white between is idle) and one per compile pool (blue), over seconds since the first
+    piece; returns how many pieces were drawn."""
+    plt = _pyplot()
+    rows = sorted({row for row, *_ in pieces})
+    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.45 * max(1, len(rows))), dpi=110)
+    t0 = min((start for _, start, _, _ in pieces), default=0.0)
+    for kind, colour in TIMELINE_COLOURS.items():
+        for i, row in enumerate(rows):
+            bars = [(start - t0, end - start) for r, start, end, k in pieces
+                    if r == row and k == kind and end > start]
+            if bars:
+                ax.broken_barh(bars, (i - 0.35, 0.7), facecolors=colour, label=kind,
+                               edgecolor="white", linewidth=0.5)
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    if unique:
+        ax.legend(unique.values(), unique.keys(), fontsize=7, loc="upper right")
+    ax.set_yticks(range(len(rows)), [r[-40:] for r in rows], fontsize=7)
+    ax.set_xlabel("seconds since the job's first compile or trial")
+    ax.set_title(title, fontsize=10)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return len(pieces)

@@ -3,9 +3,11 @@
 The page holds, in order: the job's settings; the best config of each problem against the
 roofline; the roofline chart of every measured trial (arithmetic intensity vs achieved
 TFLOP/s under the device's roofs; the best of each problem in red); the search history (each
-trial's fraction and the best so far, per problem); and the breakdown of trials by status
+trial's fraction and the best so far, per problem); where the device time went (per device:
+held, busy, on-device compile and idle seconds; median seconds per phase; a timeline chart of
+busy vs compile vs idle, ``tuner.core.device_time``); and the breakdown of trials by status
 with one example error each. Element ids (``best-configs``, ``roofline``, ``history``,
-``failures``) are stable for tests and scripts.
+``device-time``, ``timeline``, ``failures``) are stable for tests and scripts.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ from tuner.charts import device_ceilings
 from tuner.charts import history_png
 from tuner.charts import roofline_png
 from tuner.charts import stored_ceilings
+from tuner.charts import timeline_png
+from tuner.core.device_time import account
+from tuner.core.device_time import queue_wait_s
+from tuner.core.device_time import segments
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:70em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;
@@ -65,6 +71,31 @@ def _charts(job: Job, problems: list[Problem], trials: list[Trial], out: Path,
               for p in problems}
     history_png(series, out / "history.png", f"job {job.id}: search history")
     return drawn, str(kind)
+
+
+def _device_section(job: Job, trials: list[Trial], out: Path) -> str:
+    """Where the job's device time went: a table per device and the timeline chart."""
+    timed = [t for t in trials if t.phases]
+    if not timed:
+        return ""
+    dt = account((t.phases, queue_wait_s(t.published_at, t.started_at)) for t in timed)
+    busy = dt.busy_fraction
+    rows = [[w.worker, w.trials, _fmt(w.span_s), _fmt(w.busy_s), _fmt(w.on_device_compile_s),
+             _fmt(w.idle_s), _fmt(w.busy_s / w.span_s if w.span_s > 0 else None)]
+            for w in dt.workers]
+    phase_rows = [[name, _fmt(value)] for name, value in dt.medians.items()]
+    drawn = timeline_png(segments(t.phases for t in timed if t.phases), out / "timeline.png",
+                         f"job {job.id}: device busy vs compile vs idle")
+    hits = f"{dt.cache_hits} of {dt.cache_known}" if dt.cache_known else "unknown"
+    return f"""<h2>Device time</h2><p>{_fmt(dt.gpu_seconds)} device-seconds held, busy
+measuring {'–' if busy is None else f'{busy:.1%}'}; compiles {_fmt(dt.compile_s)} s over
+{dt.compiles} trials, cache hits {hits}.</p>
+{_table("device-time", ["device", "trials", "held s", "busy s", "on-device compile s",
+                        "idle s", "busy fraction"], rows)}
+{_table("phases", ["phase", "median s"], phase_rows)}
+<p>{drawn} pieces: green busy, orange compiling on the device, blue the compile pool.</p>
+<img id="timeline" src="timeline.png" alt="device busy, compile and idle time per device">
+"""
 
 
 def _profile_section(profile_path: Path | None, out: Path) -> str:
@@ -132,6 +163,7 @@ def build_report(sessions: so.sessionmaker[so.Session], job_id: int, out: Path,
 <img id="roofline" src="roofline.png" alt="roofline chart of every measured trial">
 <h2>Search history</h2>
 <img id="history" src="history.png" alt="fraction of each trial and the best so far">
+{_device_section(job, trials, out)}
 <h2>Trials by status</h2>
 {_table("failures", ["status", "trials", "example error"], failure_rows)}
 {_profile_section(profile, out)}

@@ -31,6 +31,7 @@ from tuner.core.types import TrialStatus
 from tuner.kernels import KernelError
 from tuner.kernels import load_kernel
 from tuner.kernels.spec import ConfigRejected
+from workers.compile_watch import watch_compiles
 from workers.devices import BenchDevice
 from workers.interpreter_limits import explain as explain_interpreter_limit
 from workers.timing import summarise
@@ -157,28 +158,36 @@ def run_request(device: BenchDevice, request: BenchmarkRequest, roots: tuple[Pat
             kernel.launch(tensors, request.problem, request.params)
 
         start = time.perf_counter()
-        call()
-        device.sync()
+        with watch_compiles() as compiles:
+            call()
+            device.sync()
         first_call_s = time.perf_counter() - start
         compile_s = first_call_s if device.torch_device != "cpu" else None
+        phases: dict[str, Any] = {"first_call_s": first_call_s,
+                                  "device_cache_hit": compiles.cache_hit}
         on_compiled(compile_s)
         phase = "run"
+        checked = time.perf_counter()
         err = _output_error(kernel, tensors, expected)
+        phases["check_s"] = time.perf_counter() - checked
         tol = kernel.tolerance.get(request.dtype, 1e-2)
         if not err <= tol:
             return Outcome(Measurement.failure(
                 TrialStatus.WRONG_RESULT,
                 f"relative Frobenius error {err:.3e} exceeds the {request.dtype} tolerance "
                 f"{tol:.1e}", max_rel_error=err if err != float("inf") else None,
-                compile_s=compile_s, **base, **counts))
+                compile_s=compile_s, phases=phases, **base, **counts))
         provenance = {**device.describe(), **device.trial_provenance()}
+        timed = time.perf_counter()
         samples = device.time(call, request.timing)
+        phases["timing_s"] = time.perf_counter() - timed
         stats = summarise(samples)
         provenance.update({f"after_{k}": v for k, v in device.trial_provenance().items()})
         return Outcome(Measurement(
             status=str(TrialStatus.OK), median_ms=stats.median_ms, p20_ms=stats.p20_ms,
             p80_ms=stats.p80_ms, min_ms=stats.min_ms, n=stats.n, cv=stats.cv,
-            compile_s=compile_s, max_rel_error=err, provenance=provenance, **base, **counts))
+            compile_s=compile_s, max_rel_error=err, provenance=provenance, phases=phases,
+            **base, **counts))
     except ConfigRejected as exc:
         if phase == "compile":
             on_compiled(None)

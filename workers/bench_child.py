@@ -11,7 +11,10 @@ reserved for the protocol: anything the kernel prints goes to stderr):
 * ``{"type": "confirm", "request": {...}}`` → ``{"event": "confirmed", "timings": [...]}``:
   the request's finalists re-timed interleaved (``workers.bench.run_confirmation``);
 * ``{"type": "check", "request": {...}}`` (backend ``compile:<device kind>``) →
-  ``{"event": "checked", "result": {...}}``: a static check, compiled for the target only;
+  ``{"event": "checked", "result": {...}}``: a static check, compiled for the target only
+  (``"inspect": false``: without reading registers and spills from the cubin);
+* backend ``standin:<device kind>`` (``workers.standin``): ``bench`` and ``confirm`` as above,
+  with real compiles and simulated device time;
 * ``{"type": "ping"}`` → ``{"event": "pong"}``; ``{"type": "exit"}`` or EOF → exit 0.
 """
 
@@ -60,6 +63,13 @@ def main(argv: list[str] | None = None) -> int:
             _send(proto, {"event": "ready", "device": compiler.describe(), "ceilings": {},
                           "pid": os.getpid()})
             return _serve_checks(proto, compiler, tuple(args.kernel_root))
+        if args.backend.startswith("standin:"):
+            from workers.standin import StandInDevice
+
+            standin = StandInDevice(args.backend.split(":", 1)[1], tuple(args.kernel_root))
+            _send(proto, {"event": "ready", "device": standin.describe(), "ceilings": {},
+                          "pid": os.getpid()})
+            return _serve_standin(proto, standin, tuple(args.kernel_root))
         device = make_device(args.backend, args.cache_dir)
         _send(proto, {"event": "ready", "device": device.describe(),
                       "ceilings": device.ceilings(), "pid": os.getpid()})
@@ -117,8 +127,34 @@ def _serve_checks(proto: IO[str], compiler: Any, roots: tuple[Path, ...]) -> int
         if message.get("type") != "check":
             _send(proto, {"event": "error", "error": "a compile process only checks"})
             continue
-        result = compiler.check(BenchmarkRequest.from_json(message["request"]), roots)
+        result = compiler.check(BenchmarkRequest.from_json(message["request"]), roots,
+                                inspect=bool(message.get("inspect", True)))
         _send(proto, {"event": "checked", "result": result.to_json()})
+    return 0
+
+
+def _serve_standin(proto: IO[str], standin: Any, roots: tuple[Path, ...]) -> int:
+    """The protocol for a ``standin:<kind>`` device (``workers.standin``: simulated timing)."""
+    from tuner.core.types import BenchmarkRequest
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        kind = message.get("type")
+        if kind == "exit":
+            return 0
+        if kind not in ("bench", "confirm"):
+            _send(proto, {"event": "error", "error": f"unknown message type {kind!r}"})
+            continue
+        request = BenchmarkRequest.from_json(message["request"])
+        if kind == "confirm":
+            _send(proto, {"event": "confirmed", **standin.model.confirm(request)})
+            continue
+        measurement = standin.run(
+            request, roots,
+            on_compiled=lambda s: _send(proto, {"event": "compiled", "compile_s": s}))
+        _send(proto, {"event": "result", "measurement": measurement.to_json(), "fatal": False})
     return 0
 
 

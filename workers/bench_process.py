@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import json
 import os
 import queue
@@ -99,10 +100,13 @@ class BenchProcess:
             # One core per trial: stable timings when several bench processes share a host.
             for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
                 env[var] = "1"
-        elif self.backend.startswith("cuda:"):
+        if self.cache_dir is not None and "TRITON_CACHE_DIR" not in env:
+            # one Triton cache per host for every bench and compile process: a config compiled
+            # by a static check or the compile pool is a cache hit on the device
+            env["TRITON_CACHE_DIR"] = str(self.cache_dir / "triton")
+        if self.backend.startswith("cuda:"):
             env["CUDA_VISIBLE_DEVICES"] = self.backend.split(":", 1)[1]
-            env.pop("TRITON_INTERPRET", None)
-        else:
+        if self.backend != "interpret":
             env.pop("TRITON_INTERPRET", None)
         env.update(self.extra_env)
         return env
@@ -222,15 +226,16 @@ class BenchProcess:
         return f"bench process {what}" + (f"; stderr tail:\n{tail}" if tail else "")
 
     # -- one request ----------------------------------------------------------------------------
-    def check(self, request: BenchmarkRequest) -> StaticResult:
-        """Static check of ``request`` in a ``compile:<kind>`` process (compile timeout)."""
+    def check(self, request: BenchmarkRequest, inspect: bool = True) -> StaticResult:
+        """Static check of ``request`` in a ``compile:<kind>`` process (compile timeout);
+        ``inspect=False``: compile only, without reading registers and spills."""
         with self._lock:
             target = self.backend.split(":", 1)[-1]
             if self.pid is None:
                 self.start()
             assert self._proc is not None and self._proc.stdin is not None
             try:
-                self._proc.stdin.write(json.dumps({"type": "check",
+                self._proc.stdin.write(json.dumps({"type": "check", "inspect": inspect,
                                                    "request": request.to_json()}) + "\n")
                 self._proc.stdin.flush()
                 event = self._next_event(request.compile_timeout_s)
@@ -275,9 +280,17 @@ class BenchProcess:
             return {k: v for k, v in event.items() if k in ("timings", "error")}
 
     def run(self, request: BenchmarkRequest) -> Measurement:
-        """Measure ``request``; every failure (crash, hang, bad output) is a ``Measurement``."""
+        """Measure ``request``; every failure (crash, hang, bad output) is a ``Measurement``.
+
+        Its ``phases`` gain when the request held this process's device: ``device_start`` and
+        ``device_end`` (unix seconds) and ``device_s``."""
         with self._lock:
-            return self._run(request)
+            wall, start = time.time(), time.perf_counter()
+            measurement = self._run(request)
+            held = time.perf_counter() - start
+            return dataclasses.replace(measurement, phases={
+                **measurement.phases, "device_start": wall, "device_end": wall + held,
+                "device_s": held})
 
     def _run(self, request: BenchmarkRequest) -> Measurement:
         if self.pid is None:

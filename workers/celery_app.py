@@ -101,7 +101,7 @@ def queue_for(request: BenchmarkRequest) -> str:
     that needs no GPU: the interpreter, replays, static checks."""
     if request.mode == "check":
         return CPU_QUEUE
-    if request.backend == "cuda" or request.backend.startswith("cuda:"):
+    if request.backend.startswith(("cuda", "standin:")):  # a stand-in poses as that GPU
         return f"bench.{request.device_kind}"
     return CPU_QUEUE
 

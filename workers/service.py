@@ -3,7 +3,8 @@
 Start-up: probe the device through a bench process (the worker itself never initialises
 CUDA), announce the device kind and its measured ceilings in ``tuner_workers``, start a
 heartbeat thread, then run Celery with one pool process, prefetch 1, on the queue of the
-device kind. The heartbeat is what lets a scheduler requeue the trials of a worker that
+device kind (a pipelined GPU worker: ``2 + compile_procs`` threads instead, see
+``run_worker``). The heartbeat is what lets a scheduler requeue the trials of a worker that
 vanished without waiting for their leases to run out.
 """
 
@@ -31,6 +32,7 @@ from tuner.core.settings import Settings
 from workers.backends.registry import make_backend
 from workers.celery_app import CPU_QUEUE
 from workers.celery_app import configure
+from workers.tasks import ENV_COMPILE
 from workers.tasks import ENV_DEVICE
 from workers.tasks import ENV_NAME
 
@@ -50,7 +52,9 @@ class DeviceInfo:
 
 
 def check_device(device: str) -> str:
-    if device == "cpu" or (device.startswith("cuda:") and device[5:].isdigit()):
+    """``cpu``, ``cuda:N``, or ``standin:<gpu kind>`` (a simulated GPU: ``workers.standin``)."""
+    if device == "cpu" or (device.startswith("cuda:") and device[5:].isdigit()) or \
+            (device.startswith("standin:") and len(device) > len("standin:")):
         return device
     raise ValueError(f"unknown device {device!r} (cpu or cuda:N)")
 
@@ -113,8 +117,14 @@ class Heartbeat:
 
 
 def run_worker(settings: Settings, device: str, name: str | None = None,
-               queue: str | None = None, loglevel: str = "INFO") -> None:
-    """Probe, register, heartbeat and consume until Celery shuts down (blocking)."""
+               queue: str | None = None, loglevel: str = "INFO",
+               compile_procs: int = 0) -> None:
+    """Probe, register, heartbeat and consume until Celery shuts down (blocking).
+
+    ``compile_procs`` > 0 on a GPU: a pipelined worker (``workers.pipeline``): Celery's thread
+    pool runs ``2 + compile_procs`` tasks at once (one on the device, one compiled and
+    waiting, the rest compiling), which share the device's bench process and a pool of
+    ``compile_procs`` compile processes; else one prefork process, one task."""
     device = check_device(device)
     info = probe(device, settings)
     node = name or default_name(device)
@@ -136,13 +146,19 @@ def run_worker(settings: Settings, device: str, name: str | None = None,
     log.info("worker %s: %s (%s) on queue %s", node, info.name, info.kind, queues[0])
     os.environ[ENV_DEVICE] = device
     os.environ[ENV_NAME] = node
+    pipelined = compile_procs > 0 and device != "cpu"
+    if pipelined:
+        os.environ[ENV_COMPILE] = f"{compile_procs}:{info.kind}"
+        log.info("worker %s compiles ahead in %d processes", node, compile_procs)
     heartbeat = Heartbeat(settings.db_url, node, settings.heartbeat_s)
     heartbeat.start()
     app = configure(settings)
     try:
         app.worker_main([
-            "worker", "--queues", ",".join(queues), "--hostname", node, "--concurrency", "1",
-            "--pool", "prefork", "--prefetch-multiplier", "1", "--without-gossip",
+            "worker", "--queues", ",".join(queues), "--hostname", node,
+            "--concurrency", str(2 + compile_procs if pipelined else 1),
+            "--pool", "threads" if pipelined else "prefork", "--prefetch-multiplier", "1",
+            "--without-gossip",
             "--without-mingle", "--loglevel", loglevel,
         ])
     finally:

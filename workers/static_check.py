@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 import triton
+import triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.runtime.driver import driver
 from triton.runtime.jit import JITFunction
@@ -31,6 +32,7 @@ from tuner.core.types import BenchmarkRequest
 from tuner.core.types import StaticResult
 from tuner.kernels import KernelSpec
 from tuner.kernels import load_kernel
+from workers.compile_watch import watch_compiles
 
 _RESOURCE = re.compile(r"REG:(\d+)\s+STACK:(\d+)\s+SHARED:(\d+)\s+LOCAL:(\d+)")
 
@@ -74,6 +76,11 @@ def resource_usage(cubin: bytes) -> dict[str, int]:
     return {"regs": regs, "stack": stack, "static_shared": shared, "local": local}
 
 
+@triton.jit
+def _warm_up_kernel(x_ptr):  # type: ignore[no-untyped-def]
+    tl.store(x_ptr, tl.load(x_ptr) + 1)
+
+
 class CompileDevice:
     """Installs the compile-only driver and turns every Triton launch into a compile."""
 
@@ -100,6 +107,13 @@ class CompileDevice:
             return kernel
 
         JITFunction.run = compile_only  # type: ignore[method-assign]
+        self.warm_up()
+
+    def warm_up(self) -> None:
+        """Compile a one-line kernel once at start: a process's first compile pays for
+        loading Triton's backend and tools (about a second), which no config should."""
+        _warm_up_kernel[(1,)](torch.empty(1, device="meta"))
+        self.compiled.clear()
 
     def describe(self) -> dict[str, Any]:
         return {"device_name": f"compile-only {self.kind}", "device_kind": self.kind,
@@ -115,19 +129,31 @@ class CompileDevice:
             self._inputs_key = key
         return dict(self._inputs)
 
-    def check(self, request: BenchmarkRequest, roots: tuple[Path, ...]) -> StaticResult:
+    def check(self, request: BenchmarkRequest, roots: tuple[Path, ...], *,
+              inspect: bool = True) -> StaticResult:
+        """Compile ``request`` for the target; ``inspect=False`` skips reading registers and
+        spills from the cubin (a compile only, as a bench process's first call)."""
         start = time.perf_counter()
         target = f"sm_{self.target.arch}"
         try:
             kernel = load_kernel(request.kernel, roots)
             tensors = self._meta_inputs(kernel, request)
             self.compiled.clear()
-            kernel.launch(tensors, request.problem, request.params)
+            with watch_compiles() as count:
+                kernel.launch(tensors, request.problem, request.params)
             if not self.compiled:
                 return StaticResult(status="ok", target=target, error="no Triton launch seen",
-                                    compile_s=time.perf_counter() - start)
-            usage = [resource_usage(k.asm["cubin"]) for k in self.compiled]
+                                    compile_s=time.perf_counter() - start,
+                                    cache_hit=count.cache_hit)
             smem = max(int(k.metadata.shared) for k in self.compiled)
+            if not inspect:
+                over = self.limits.smem_per_block_bytes is not None and \
+                    smem > self.limits.smem_per_block_bytes
+                return StaticResult(status="out_of_resources" if over else "ok", target=target,
+                                    smem_bytes=smem, compile_s=time.perf_counter() - start,
+                                    cache_hit=count.cache_hit,
+                                    error=f"needs {smem} B of shared memory" if over else None)
+            usage = [resource_usage(k.asm["cubin"]) for k in self.compiled]
         except Exception as exc:
             from workers.bench import classify
 
@@ -146,4 +172,4 @@ class CompileDevice:
             error = f"ptxas spills: {spill} B of stack/local memory per thread at {regs} registers"
         return StaticResult(status=status, target=target, regs=regs, spill_bytes=spill,
                             smem_bytes=smem, smem_limit=limit, error=error,
-                            compile_s=time.perf_counter() - start)
+                            compile_s=time.perf_counter() - start, cache_hit=count.cache_hit)

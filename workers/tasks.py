@@ -10,18 +10,24 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 from typing import Any
 
 import redis
 from celery.signals import worker_process_shutdown
+from celery.signals import worker_shutdown
 
 from db.session import make_engine
 from db.session import session_factory
 from tuner.control.tickets import Ticket
 from tuner.core.settings import Settings
+from workers.backends.base import Backend
 from workers.backends.pool import BackendPool
+from workers.backends.registry import make_backend
 from workers.celery_app import BENCH_TASK
 from workers.celery_app import app
+from workers.pipeline import CompilePool
+from workers.pipeline import PipelinedBackend
 from workers.worker import TrialWorker
 
 log = logging.getLogger(__name__)
@@ -31,6 +37,8 @@ DONE_CHANNEL = "tuner:trial-done"
 
 ENV_DEVICE = "TUNER_WORKER_DEVICE"
 ENV_NAME = "TUNER_WORKER_NAME"
+#: ``<compile processes>:<gpu kind>`` on a pipelined worker (``workers.service.run_worker``).
+ENV_COMPILE = "TUNER_WORKER_COMPILE"
 
 
 class _Runtime:
@@ -38,12 +46,29 @@ class _Runtime:
         self.pid = os.getpid()
         self.settings = Settings.from_env()
         self.engine = make_engine(self.settings.db_url)
-        self.pool = BackendPool(os.environ.get(ENV_DEVICE, "cpu"), self.settings)
+        device = os.environ.get(ENV_DEVICE, "cpu")
+        self.pool = BackendPool(device, self.settings, self._pipelined(device))
         self.redis = redis.Redis.from_url(self.settings.broker_url, socket_timeout=2,
                                           socket_connect_timeout=2)
         self.worker = TrialWorker(self.pool.backend_for, session_factory(self.engine),
                                   name=os.environ.get(ENV_NAME) or None,
-                                  on_finished=self.announce, close=self.pool.close)
+                                  on_finished=self.announce, close=self.pool.close,
+                                  lease_runs=2 + self.compile_procs)
+
+    def _pipelined(self, device: str) -> dict[str, Backend]:
+        """The device backend fed by a compile pool, when the worker compiles ahead; it also
+        serves static checks for its own kind (one pool, one Triton cache)."""
+        procs, _, kind = os.environ.get(ENV_COMPILE, "0:").partition(":")
+        self.compile_procs = int(procs or 0)
+        if self.compile_procs <= 0:
+            return {}
+        s = self.settings
+        pool = CompilePool(kind, self.compile_procs, cache_dir=s.cache_dir,
+                           kernel_roots=s.kernel_roots, memory_bytes=s.bench_memory_bytes)
+        backend = PipelinedBackend(make_backend(device, cache_dir=s.cache_dir,
+                                                kernel_roots=s.kernel_roots,
+                                                memory_bytes=s.bench_memory_bytes), pool)
+        return {device: backend, f"compile:{kind}": backend}
 
     def announce(self, job_id: int) -> None:
         """Wake the schedulers (best effort: they poll the database anyway)."""
@@ -58,11 +83,16 @@ class _Runtime:
 _RUNTIME: _Runtime | None = None
 
 
+_RUNTIME_LOCK = threading.Lock()
+
+
 def runtime() -> _Runtime:
+    """This process's runtime (one per pool process; shared by a thread pool's threads)."""
     global _RUNTIME
-    if _RUNTIME is None or _RUNTIME.pid != os.getpid():
-        _RUNTIME = _Runtime()
-    return _RUNTIME
+    with _RUNTIME_LOCK:
+        if _RUNTIME is None or _RUNTIME.pid != os.getpid():
+            _RUNTIME = _Runtime()
+        return _RUNTIME
 
 
 @app.task(name=BENCH_TASK, acks_late=True, reject_on_worker_lost=True)
@@ -77,6 +107,7 @@ def bench(ticket: Any) -> None:
     runtime().worker.handle_ticket(decoded)
 
 
+@worker_shutdown.connect  # a thread pool has no pool processes to shut down
 @worker_process_shutdown.connect
 def _close_runtime(**_: Any) -> None:
     if _RUNTIME is not None and _RUNTIME.pid == os.getpid():

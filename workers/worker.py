@@ -9,6 +9,7 @@ part, so recording it is retried for longest.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import socket
@@ -45,9 +46,10 @@ def worker_name(suffix: str = "") -> str:
     return f"{socket.gethostname()}:{os.getpid()}{suffix}"
 
 
-def lease_seconds(request: BenchmarkRequest) -> float:
-    """A trial's lease covers both timeouts plus a margin for starting the bench process."""
-    return request.compile_timeout_s + request.run_timeout_s + LEASE_MARGIN_S
+def lease_seconds(request: BenchmarkRequest, runs: int = 1) -> float:
+    """A trial's lease covers both timeouts plus a margin for starting the bench process; a
+    pipelined worker's trial may also wait for ``runs - 1`` others to leave the device."""
+    return request.compile_timeout_s + runs * request.run_timeout_s + LEASE_MARGIN_S
 
 
 class TrialWorker:
@@ -55,24 +57,26 @@ class TrialWorker:
 
     ``on_finished(job_id)`` is called after a request's outcome was stored by this worker
     (a measurement, a static check or a confirmation): the fleet's workers use it to wake the
-    schedulers.
+    schedulers. ``lease_runs``: how many trials may share the device ahead of one of this
+    worker's (``1 + lookahead`` on a pipelined worker), which lengthens its leases.
     """
 
     def __init__(self, backend_for: Callable[[BenchmarkRequest], Backend],
                  sessions: so.sessionmaker[so.Session], name: str | None = None,
                  on_finished: Callable[[int], None] | None = None,
-                 close: Callable[[], None] | None = None) -> None:
+                 close: Callable[[], None] | None = None, lease_runs: int = 1) -> None:
         self.backend_for = backend_for
         self.sessions = sessions
         self.name = name or worker_name()
         self.on_finished = on_finished
         self._close = close
+        self.lease_runs = lease_runs
 
     def claim(self, request: BenchmarkRequest) -> bool:
         def attempt() -> bool:
             with self.sessions.begin() as session:
                 return repo.claim_trial(session, request.trial_id, request.attempt, self.name,
-                                        lease_seconds(request))
+                                        lease_seconds(request, self.lease_runs))
 
         return retry_db(attempt, deadline_s=CLAIM_DEADLINE_S, what="claiming a trial")
 
@@ -142,6 +146,8 @@ class TrialWorker:
         except Exception as exc:  # a backend bug must not lose the trial
             measurement = Measurement.failure(
                 TrialStatus.CRASHED, f"backend error: {exc}\n{traceback.format_exc()}")
+        measurement = dataclasses.replace(
+            measurement, phases={**measurement.phases, "worker": self.name})
         if not self.record(request, measurement):
             # expected after a cancel or a requeue (the database kept the first result)
             log.info("result of trial %s attempt %s arrived after the trial moved on",

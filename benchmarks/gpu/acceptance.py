@@ -8,7 +8,9 @@ Steps: calibrate the device's ceilings (device-to-device copy bandwidth, a large
 dtype: ``workers/calibrate.py``); for each case (``acceptance_cases.py``) tune it with a fixed
 trial budget through the embedded service (``tuner.tune``: isolated bench process, the
 default search, results in a SQLite file under OUT_DIR), check the tuned config's output
-against the reference, then time the tuned kernel and every baseline interleaved
+against the reference, record the tuning job's device time (GPU-seconds, device-busy
+fraction: the worker compiles ahead in a pool, ``workers/pipeline.py``), then time the tuned
+kernel and every baseline interleaved
 (round-robin, L2 flushed on a GPU) and score each against the roofline (the datasheet on a
 known GPU, the measured ceilings otherwise). Prints one table and the targets, and writes
 ``acceptance.json`` into OUT_DIR.
@@ -93,6 +95,7 @@ def run_case(case: Case, device: Any, out: Path, deadline: float,
     record: dict[str, Any] = {"case": case.name, "kernel": case.kernel, "problem": case.problem,
                               "dtype": case.dtype, "trials": case.trials,
                               "tune_s": time.monotonic() - started, "tuned_config": best["config"],
+                              "device_time": device_time(result.db_url, result.job_id),
                               "impls": {}}
     if best["config"] is None:
         record["error"] = "no config succeeded"
@@ -143,6 +146,16 @@ def run_case(case: Case, device: Any, out: Path, deadline: float,
     return record
 
 
+def device_time(db_url: str, job_id: int) -> dict[str, Any] | None:
+    """The tuning job's device time: GPU-seconds, busy fraction, compiles and cache hits,
+    median seconds per phase (``tuner.core.device_time``; ``tuner status JOB`` prints it)."""
+    from tuner.app.views import job_summary
+    from tuner.core.settings import Settings
+
+    summary = job_summary(Settings.from_env().with_db(db_url), job_id)
+    return summary.device_time.to_json() if summary.device_time else None
+
+
 def targets(records: list[dict[str, Any]], copy_gbps: float) -> dict[str, Any]:
     """The issue's targets, computed from this run only."""
     mm = [r for r in records if r["kernel"] == "matmul" and "speedup" in r]
@@ -151,7 +164,11 @@ def targets(records: list[dict[str, Any]], copy_gbps: float) -> dict[str, Any]:
     rows = [r for r in records if r["kernel"] in ("rmsnorm", "softmax") and "impls" in r
             and "tuned" in r["impls"]]
     ratios = [r["speedup"]["triton-default"] for r in mm if "triton-default" in r["speedup"]]
+    busy = {r["case"]: r["device_time"]["busy_fraction"] for r in records
+            if r.get("device_time") and r["device_time"].get("busy_fraction") is not None}
     return {
+        "device_busy_fraction": busy,
+        "device_busy_fraction_min": min(busy.values()) if busy else None,
         "largest_matmul_vs_torch": big["speedup"].get("torch") if big else None,
         "rows_fraction_of_copy_bandwidth": {r["case"]: r["impls"]["tuned"]["gbps"] / copy_gbps
                                             for r in rows},
@@ -174,6 +191,11 @@ def print_table(records: list[dict[str, Any]]) -> None:
                   f"{'' if ratio is None else f'{ratio:8.2f}'}")
         if "error" in r:
             print(f"{r['case']:28} error: {r['error']}")
+        dt = r.get("device_time") or {}
+        if dt.get("busy_fraction") is not None:
+            print(f"{r['case']:28} tuning: {dt['gpu_seconds']:.1f} device-s held, busy "
+                  f"{dt['busy_fraction']:.1%}, compiles {dt['compile_s']:.1f} s "
+                  f"(cache hits {dt['cache_hits']}/{dt['cache_known']})")
 
 
 def main() -> None:

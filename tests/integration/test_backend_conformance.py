@@ -1,7 +1,8 @@
 """Every backend passes the one conformance kit (``tuner.testing.conformance``): interpret,
-replay, model, compile (static checks), the fake GPU that runs the real CUDA timing code on a
-simulated clock, and — with a GPU — cuda. Then what only the fake GPU can show without a GPU:
-the order of the timing loop, the statistics it reports and the provenance."""
+replay, model, compile (static checks), the stand-in GPU alone and compiling ahead, the fake
+GPU that runs the real CUDA timing code on a simulated clock, and — with a GPU — cuda. Then
+what only the fake GPU can show without a GPU: the order of the timing loop, the statistics it
+reports and the provenance."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ from tuner.testing.fake_cuda import TimingLoopError
 from tuner.testing.fake_cuda import timing_samples
 from workers.backends.base import Backend
 from workers.backends.registry import make_backend
+from workers.pipeline import CompilePool
+from workers.pipeline import PipelinedBackend
 from workers.timing import summarise
 
 BACKENDS = [
@@ -37,6 +40,8 @@ BACKENDS = [
     pytest.param("replay", id="replay"),
     pytest.param("model:h100-sxm", id="model"),
     pytest.param("compile:h100-sxm", id="compile"),
+    pytest.param("standin:h100-sxm", id="standin"),
+    pytest.param("pipelined", id="pipelined-standin"),
     pytest.param("fake-cuda", id="fake-cuda"),
     pytest.param("cuda", id="cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(
         not torch.cuda.is_available(), reason="needs a CUDA GPU")]),
@@ -48,6 +53,8 @@ def _case(name: str) -> BackendCase:
         return conformance.replay_case(replay_file("convolution_A4000.json.gz"))
     if name == "fake-cuda":
         return conformance.matmul_case("cuda")
+    if name == "pipelined":
+        return conformance.matmul_case("standin:h100-sxm", pipelined=True)
     return conformance.matmul_case(name)
 
 
@@ -56,6 +63,10 @@ def subject(request, cache_dir) -> Iterator[tuple[Backend, BackendCase]]:
     case = _case(request.param)
     if request.param == "fake-cuda":
         backend: Backend = FakeCudaBackend(kernel_roots=(ROOT,))
+    elif request.param == "pipelined":
+        backend = PipelinedBackend(
+            make_backend(case.backend, cache_dir=cache_dir, kernel_roots=(ROOT,)),
+            CompilePool("h100-sxm", 1, cache_dir=cache_dir, kernel_roots=(ROOT,)))
     else:
         backend = make_backend(case.backend, cache_dir=cache_dir, kernel_roots=(ROOT,))
     backend.start()

@@ -30,7 +30,8 @@ def test_a_registry_names_what_it_holds():
 
 
 def test_backends_by_scheme():
-    assert set(BACKENDS.names()) == {"interpret", "cuda", "compile", "replay", "model"}
+    assert set(BACKENDS.names()) == {"interpret", "cuda", "compile", "replay", "model",
+                                     "standin"}
     with pytest.raises(ValueError, match=r"unknown backend 'tpu' .*interpret, cuda"):
         make_backend("tpu")
     for malformed in ("cuda:x", "interpret:1", "compile:"):

@@ -181,9 +181,24 @@ def run_scheduler(settings: Settings, poll_s: float,
     scheduler.run(stop)
 
 
-def run_worker(settings: Settings, device: str, name: str | None, queue: str | None) -> None:
-    """Probe the device, register and consume the device kind's queue (blocking)."""
+def compile_procs_for(device: str, option: int | None) -> int:
+    """A worker's compile processes: the option, else (on a GPU) the host's cores per GPU
+    less one, at most 8 (``workers.pipeline.default_compile_procs``); 0 on the CPU."""
+    if device == "cpu":
+        return 0
+    if option is not None:
+        return option
+    from tuner.app.machine import local_gpu_names
+    from workers.pipeline import default_compile_procs
+
+    return default_compile_procs(gpus=max(1, len(local_gpu_names())))
+
+
+def run_worker(settings: Settings, device: str, name: str | None, queue: str | None,
+               compile_procs: int = 0) -> None:
+    """Probe the device, register and consume the device kind's queue (blocking); with
+    ``compile_procs`` > 0 the worker compiles ahead (``workers.pipeline``)."""
     from workers.service import run_worker as serve
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    serve(settings, device, name, queue)
+    serve(settings, device, name, queue, compile_procs=compile_procs)

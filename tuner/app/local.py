@@ -1,7 +1,10 @@
 """A local job: validate, start local bench processes, create the job, drive it to the end.
 
 The embedded default (no Redis): an inline queue of ``spec.parallel`` worker threads, each with
-its own isolated bench process, a driver stepping the job, and a mirror thread recording told
+its own isolated bench process (on a GPU with ``spec.lookahead`` > 0: ``1 + lookahead`` threads
+per device, which share it and a pool of ``lookahead - 1`` compile processes,
+``workers.pipeline``),
+a driver stepping the job, and a mirror thread recording told
 trials in their Optuna studies. Progress goes to ``on_event`` (``tuner.app.progress``).
 
 Order matters for "bad input writes nothing": every check that can fail on user input runs
@@ -41,6 +44,8 @@ from tuner.optuna.mirror import MirrorThread
 from workers.backends.base import Backend
 from workers.backends.pool import BackendPool
 from workers.backends.registry import make_backend
+from workers.pipeline import CompilePool
+from workers.pipeline import PipelinedBackend
 from workers.worker import TrialWorker
 from workers.worker import worker_name
 
@@ -84,13 +89,15 @@ def detect_device_kind(backend: str, backends: list[Backend]) -> str:
 
 
 def on_this_machine(spec: JobSpec, backends: list[Backend]) -> JobSpec:
-    """``spec`` with what only the started backends know filled in: the device kind, and the
-    static check's target when it was left to the local GPU (``auto``)."""
+    """``spec`` with what only the started backends know filled in: the device kind, the
+    static check's target when it was left to the local GPU (``auto``), and no lookahead
+    where configs cannot be compiled ahead (``can_pipeline``)."""
     kind = spec.device_kind or detect_device_kind(spec.backend, backends)
     check = spec.static_check
     if check == "auto":
         check = kind if kind in DEVICES else None
-    return dataclasses.replace(spec, device_kind=kind, static_check=check)
+    spec = dataclasses.replace(spec, device_kind=kind, static_check=check)
+    return spec if can_pipeline(spec) else dataclasses.replace(spec, lookahead=0)
 
 
 def run_local_job(spec: JobSpec, kernel: KernelSpec, settings: Settings,
@@ -103,23 +110,28 @@ def run_local_job(spec: JobSpec, kernel: KernelSpec, settings: Settings,
     check_reachable(settings.db_url)
     on_event(WorkersStarting(spec.parallel, spec.backend))
     backends = start_backends(spec.backend, spec.parallel, settings)
+    devices = backends
     try:
         spec = on_this_machine(spec, backends)
+        devices = pipelined(spec, backends, settings)
         engine = make_engine(settings.db_url)
         ensure_schema(engine)
         sessions = session_factory(engine)
         created = create_job(sessions, settings.db_url, spec, kernel)
     except BaseException:
-        for b in backends:
+        for b in devices:
             b.close()
         raise
-    pools = iter([BackendPool(spec.backend, settings, {spec.backend: b}) for b in backends])
+    runs = 1 + spec.lookahead
+    pools = iter([(i, BackendPool(spec.backend, settings, devices_for(spec, b)))
+                  for i, b in enumerate(devices) for _ in range(runs)])
 
     def local_worker() -> TrialWorker:
-        pool = next(pools)
-        return TrialWorker(pool.backend_for, sessions, worker_name(":inline"), close=pool.close)
+        i, pool = next(pools)
+        return TrialWorker(pool.backend_for, sessions, worker_name(f":inline{i}"),
+                           close=pool.close, lease_runs=runs)
 
-    queue = InlineQueue(local_worker, len(backends))
+    queue = InlineQueue(local_worker, len(devices) * runs)
     mirror = Mirror(sessions, settings.db_url, settings.artifact_dir)
     mirroring = MirrorThread(mirror, lambda: {created.job_id: kernel.space}).start()
     interrupted = False
@@ -140,6 +152,45 @@ def run_local_job(spec: JobSpec, kernel: KernelSpec, settings: Settings,
                       mirror).step()
         engine.dispose()
     return TuneOutcome(created.job_id, settings.db_url, interrupted)
+
+
+def can_pipeline(spec: JobSpec) -> bool:
+    """Configs are compiled ahead for GPU backends (and the simulated ``standin:``) whose
+    device kind has a datasheet entry (the compile target)."""
+    gpu = spec.backend.startswith(("cuda", "standin:"))
+    return spec.lookahead > 0 and gpu and spec.device_kind in DEVICES
+
+
+def pipelined(spec: JobSpec, backends: list[Backend], settings: Settings) -> list[Backend]:
+    """``backends`` each wrapped with a started pool of ``spec.lookahead - 1`` compile
+    processes (at least one; ``workers.pipeline``), or ``backends`` itself when the job does
+    not pipeline. The extra trial in flight keeps a compiled config waiting for the device."""
+    if not can_pipeline(spec):
+        return backends
+    wrapped: list[Backend] = []
+    try:
+        for b in backends:
+            pool = CompilePool(spec.device_kind, max(1, spec.lookahead - 1),
+                               cache_dir=settings.cache_dir,
+                               kernel_roots=settings.kernel_roots,
+                               memory_bytes=settings.bench_memory_bytes)
+            wrapped.append(PipelinedBackend(b, pool))
+            pool.start()
+    except BaseException:
+        for w in wrapped:
+            w.close()
+        for b in backends:
+            b.close()
+        raise
+    return wrapped
+
+
+def devices_for(spec: JobSpec, backend: Backend) -> dict[str, Backend]:
+    """The backends of one local worker thread: its device, which also serves the static
+    checks for its own kind when it compiles ahead (one pool, one Triton cache)."""
+    if isinstance(backend, PipelinedBackend):
+        return {spec.backend: backend, f"compile:{spec.device_kind}": backend}
+    return {spec.backend: backend}
 
 
 def _drive(driver: JobDriver, progress: JobProgress, on_event: OnEvent) -> None:

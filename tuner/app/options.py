@@ -52,6 +52,9 @@ class JobOptions:
     static_check: str | None = None
     confirm_top: int = 3
     transfer: int = DEFAULT_TRANSFER
+    #: ``tune``: compile processes per GPU (``--compile-procs``); ``submit``: trials per worker
+    #: in flight ahead (``--lookahead``); ``None``: the default (``lookahead_for``).
+    lookahead: int | None = None
 
 
 def resolve_backend(text: str) -> str:
@@ -62,14 +65,16 @@ def resolve_backend(text: str) -> str:
         return text
     if text.startswith("replay:") and len(text) > len("replay:"):
         return text
-    if text.startswith("model:"):
-        kind = text.split(":", 1)[1]
+    if text.startswith(("model:", "standin:")):
+        scheme, kind = text.split(":", 1)
         if kind not in known_kinds() or kind == CPU_KIND:
-            raise UsageError(f"the model backend predicts a datasheet GPU: model:<kind> with "
-                             f"kind in {', '.join(known_kinds()[:-1])}")
+            what = "model backend predicts" if scheme == "model" else "stand-in simulates"
+            raise UsageError(f"the {what} a datasheet GPU: {scheme}:<kind> with kind in "
+                             f"{', '.join(known_kinds()[:-1])}")
         return text
     raise UsageError(f"unknown backend {text!r} (auto, interpret, cuda, cuda:N, "
-                     "replay:<kernel tuner cache file> or model:<gpu kind>)")
+                     "replay:<kernel tuner cache file>, model:<gpu kind> or "
+                     "standin:<gpu kind>)")
 
 
 def check_device_kind(kind: str, backend: str) -> str:
@@ -103,6 +108,32 @@ def _timing(backend: str, warmup_ms: float | None, rep_ms: float | None) -> Timi
                           min_reps=base.min_reps, max_reps=base.max_reps)
 
 
+#: Trials per GPU worker a fleet job keeps in flight beyond the one being timed, by default
+#: (``tuner submit``): enough for a worker with 2 compile processes (``p + 1``).
+FLEET_LOOKAHEAD = 3
+
+
+def lookahead_for(option: int | None, backend: str, parallel: int, *, submit: bool) -> int:
+    """Trials per worker in flight beyond the one on its device (``JobSpec.lookahead``).
+
+    ``tune``: the option is ``--compile-procs p`` (default: the cores this host can give each
+    GPU) and the lookahead ``p + 1``; ``submit``: the option is ``--lookahead`` itself
+    (default ``FLEET_LOOKAHEAD``). Always 0 on backends that do not compile for a GPU."""
+    gpu = backend == "cuda" or backend.startswith(("cuda:", "standin:"))
+    if option is not None and option > 0 and not gpu:
+        flag = "--lookahead" if submit else "--compile-procs"
+        raise UsageError(f"{flag} compiles configs ahead for a GPU; the "
+                         f"{backend.split(':', 1)[0]} backend does not compile for one")
+    if not gpu:
+        return 0
+    if submit:
+        return FLEET_LOOKAHEAD if option is None else option
+    from workers.pipeline import default_compile_procs
+
+    procs = default_compile_procs(gpus=parallel) if option is None else option
+    return procs + 1 if procs > 0 else 0
+
+
 def build_spec(o: JobOptions, settings: Settings, *, submit: bool) -> tuple[JobSpec, KernelSpec]:
     """Resolve the kernel and backend and build the job spec; ``UsageError`` on bad input.
 
@@ -124,7 +155,7 @@ def build_spec(o: JobOptions, settings: Settings, *, submit: bool) -> tuple[JobS
         from tuner.kernels.recorded import recording_of
 
         kind = o.device_kind or normalise_device_name(recording_of(backend).device_name)
-    elif backend.startswith("model:"):
+    elif backend.startswith(("model:", "standin:")):
         kind = backend.split(":", 1)[1]
     elif o.device_kind:
         kind = check_device_kind(o.device_kind, backend)
@@ -142,7 +173,8 @@ def build_spec(o: JobOptions, settings: Settings, *, submit: bool) -> tuple[JobS
         compile_timeout_s=o.compile_timeout, run_timeout_s=o.run_timeout,
         max_attempts=o.max_attempts, idempotency_key=o.idempotency_key,
         static_check=static_check_for(o.static_check, backend, kind),
-        confirm_top=o.confirm_top, transfer=o.transfer)
+        confirm_top=o.confirm_top, transfer=o.transfer,
+        lookahead=lookahead_for(o.lookahead, backend, o.parallel, submit=submit))
     errors = spec_errors(spec)
     if errors:
         raise UsageError("; ".join(errors))

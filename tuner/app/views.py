@@ -31,6 +31,10 @@ from db.session import safe_url
 from db.session import session_factory
 from db.session import sqlite_path
 from tuner.control.failures import dominant_failure
+from tuner.core.device_time import DeviceTime
+from tuner.core.device_time import account
+from tuner.core.device_time import queue_wait_s
+from tuner.core.device_time import trial_phases
 from tuner.core.settings import Settings
 from tuner.export import export_rows
 from tuner.export import python_module
@@ -94,6 +98,9 @@ class JobSummary:
     job: Job
     problems: list[ProblemView] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    device_time: DeviceTime | None = None
+    #: (trial number, status, ``trial_phases``) of the job's measured trials, in order.
+    phases: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
 
     @property
     def measured(self) -> int:
@@ -124,8 +131,16 @@ def summarise_job(session: so.Session, job_id: int, *, trials: bool = True,
                                        if t.duplicate_of is None)
         views.append(ProblemView(p, best, failure))
     counts = repo.status_counts(session, job_id) if trials else {}
+    summary = JobSummary(job, views, counts)
+    if trials:
+        timed = [(t, queue_wait_s(t.published_at, t.started_at))
+                 for t in repo.trials_of_job(session, job_id) if t.phases]
+        summary.device_time = account((t.phases, wait) for t, wait in timed)
+        summary.phases = [(t.number, t.status, trial_phases(t.phases, wait))
+                          for t, wait in timed]
     session.expunge_all()
-    return JobSummary(job, views, counts)
+    return summary
+
 
 
 def summary_json(summary: JobSummary) -> dict[str, Any]:
@@ -137,6 +152,7 @@ def summary_json(summary: JobSummary) -> dict[str, Any]:
         "created_at": job.created_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "measured": summary.measured, "best_fraction": summary.best_fraction,
         "trials_by_status": dict(summary.counts),
+        "device_time": summary.device_time.to_json() if summary.device_time else None,
         "problems": [{
             "problem": dict(v.problem.problem), "key": v.problem.problem_key,
             "status": v.problem.status, "measured": v.problem.measured,

@@ -77,22 +77,38 @@ def scheduler(
 
 @friendly
 def worker(
-    device: Annotated[str, typer.Option(help="cuda:N (one worker per GPU) or cpu.")] = "cpu",
+    device: Annotated[str, typer.Option(
+        help="cuda:N (one worker per GPU) or cpu; standin:<gpu kind> is a simulated GPU (real "
+             "compiles, device time held by a sleep) for trying the fleet without one.")] = "cpu",
     name: Annotated[str | None, typer.Option(help="Node name (default device.pid@host).")] = None,
     queue: Annotated[str | None, typer.Option(
         help="Queue to consume (default bench.<gpu kind>, or cpu).")] = None,
+    compile_procs: Annotated[int | None, typer.Option(
+        help="CPU processes that compile the next configs for this GPU while one is timed "
+             "(the GPU never waits for a compile; jobs keep --lookahead configs per worker "
+             "in flight for them). 0: compile on the device, serially. Default: the host's "
+             "cores per GPU less one, at most 8.", show_default=False)] = None,
     bench_memory: BenchMemoryOpt = None,
     db: DbOption = None,
 ) -> None:
-    """Run a Celery worker for one GPU (or the CPU queue); it owns an isolated bench process."""
+    """Run a Celery worker for one GPU (or the CPU queue); it owns an isolated bench process
+    and, on a GPU, a pool of compile processes."""
+    from tuner.app.fleet import compile_procs_for
     from tuner.app.fleet import run_worker
 
-    if not re.fullmatch(r"cpu|cuda:\d+", device):
+    if not re.fullmatch(r"cpu|cuda:\d+|standin:[\w.-]+", device):
         raise UsageError(f"unknown device {device!r}: give cpu, or cuda:N for GPU N "
                          "(one worker per GPU)")
+    if compile_procs is not None and not 0 <= compile_procs <= 64:
+        raise UsageError(f"--compile-procs must be between 0 and 64, not {compile_procs}")
+    if device == "cpu" and compile_procs:
+        raise UsageError("--compile-procs compiles ahead for a GPU; the cpu worker runs the "
+                         "interpreter, which does not compile")
+    procs = compile_procs_for(device, compile_procs)
     settings = bench_settings(db, bench_memory)
-    err.print(f"worker on {device}: probing the device…")
-    run_worker(settings, device, name, queue)
+    err.print(f"worker on {device}: probing the device…"
+              + (f" ({procs} compile processes)" if procs else ""))
+    run_worker(settings, device, name, queue, compile_procs=procs)
 
 
 def register(app: typer.Typer) -> None:

@@ -25,7 +25,9 @@ DtypeOpt = Annotated[str | None, typer.Option(
 BackendOpt = Annotated[str, typer.Option(
     help="auto (cuda if a GPU is visible, else interpret), interpret, cuda, cuda:N, "
          "replay:<kernel tuner cache file>, model:<gpu kind> (a prediction, never stored as "
-         "a best config).")]
+         "a best config), standin:<gpu kind> (a simulated GPU: real compiles for it, device "
+         "time held by a sleep, model times; to try the compile pipeline without a GPU; "
+         "never stored as a best config).")]
 DeviceKindOpt = Annotated[str | None, typer.Option(
     "--device-kind", "--gpu", help="Device kind: constraints, roofline and (submit) the "
                                    "worker queue, e.g. h100-sxm. Detected by tune.")]
@@ -57,6 +59,14 @@ TransferOpt = Annotated[int, typer.Option(
     help="Measure first the best stored configs of this kernel and dtype on up to this many "
          "related problems (same GPU kind first, then the nearest shape), and start from this "
          "problem's results on other GPU kinds (--sampler auto only; 0: off).")]
+CompileProcsOpt = Annotated[int | None, typer.Option(
+    help="CPU processes per GPU that compile the next configs while one is timed, so the GPU "
+         "never waits for a compile (0: compile on the device, serially; default: the cores "
+         "per GPU less one, at most 8). GPU backends only.", show_default=False)]
+LookaheadOpt = Annotated[int | None, typer.Option(
+    help="Trials per GPU worker kept in flight beyond the one being timed, for the workers' "
+         "compile pools to compile ahead: their --compile-procs + 1 (default 3 on GPUs; "
+         "0: serial).", show_default=False)]
 MaxAttemptsOpt = Annotated[int, typer.Option(
     help="Deliveries of a trial before it is marked lost (its worker vanished each time).")]
 

@@ -162,7 +162,7 @@ def report(
     db: DbOption = None,
 ) -> None:
     """Write an HTML report of a job (roofline of every trial, best configs, failures by
-    status, search history) with its PNG charts."""
+    status, search history, device time and its timeline) with its PNG charts."""
     from db.session import session_factory
     from tuner.app.views import open_engine
     from tuner.report import build_report
@@ -179,7 +179,8 @@ def report(
         raise UsageError(f"cannot write the report to {out}: {exc.strerror or exc}") from None
     finally:
         engine.dispose()
-    console.print(f"wrote {path} (and roofline.png, history.png beside it)")
+    charts = ", ".join(sorted(p.name for p in path.parent.glob("*.png")))
+    console.print(f"wrote {path} (and {charts} beside it)")
 
 
 @friendly

@@ -4,6 +4,7 @@ finished job."""
 from __future__ import annotations
 
 from types import TracebackType
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn
@@ -12,6 +13,7 @@ from rich.progress import Progress
 from rich.progress import TaskID
 from rich.progress import TextColumn
 from rich.progress import TimeElapsedColumn
+from rich.table import Table
 
 from db.models import Trial
 from db.session import safe_url
@@ -24,6 +26,8 @@ from tuner.app.progress import WorkersStarting
 from tuner.app.progress import config_text
 from tuner.app.progress import waiting_text
 from tuner.app.views import JobSummary
+from tuner.core.device_time import PHASES
+from tuner.core.device_time import DeviceTime
 
 
 class ProgressBars:
@@ -119,8 +123,10 @@ def print_summary(summary: JobSummary, db_url: str, console: Console) -> None:
         console.print(f"  {describe_score(t)}", highlight=False)
     by_status = ", ".join(f"{k} {v}" for k, v in sorted(summary.counts.items()))
     console.print(f"trials by status: {by_status}")
+    if summary.device_time is not None and summary.device_time.workers:
+        console.print(device_time_lines(summary.device_time)[0], highlight=False)
     console.print(f"database: {safe_url(db_url)}")
-    if job.backend.startswith("model:"):
+    if job.backend.startswith(("model:", "standin:")):
         console.print(f"next: tuner status {job.id} · tuner dashboard · these are predictions, "
                       "never served as tuned configs: measure them on a GPU with tuner tune "
                       f"{job.kernel} --shape … --dtype {job.dtype} --backend cuda",
@@ -128,3 +134,39 @@ def print_summary(summary: JobSummary, db_url: str, console: Console) -> None:
         return
     console.print(f"next: tuner status {job.id} · tuner dashboard · tuner best "
                   f"{job.kernel} --shape … --dtype {job.dtype}", highlight=False)
+
+
+def _s(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3g}"
+
+
+def device_time_lines(dt: DeviceTime) -> list[str]:
+    """A job's device time in words (``tuner.core.device_time`` defines the terms)."""
+    lines = []
+    if dt.workers:
+        busy = dt.busy_fraction
+        lines.append(
+            f"device time: {dt.gpu_seconds:.1f} device-seconds held on {len(dt.workers)} "
+            f"device(s), busy measuring {'–' if busy is None else f'{busy:.0%}'} "
+            f"({dt.busy_s:.1f} s); on-device compile "
+            f"{sum(w.on_device_compile_s for w in dt.workers):.1f} s, idle "
+            f"{sum(w.idle_s for w in dt.workers):.1f} s")
+    if dt.compiles:
+        hits = f", cache hits {dt.cache_hits}/{dt.cache_known}" if dt.cache_known else ""
+        lines.append(f"compiles: {dt.compile_s:.1f} s over {dt.compiles} trial(s){hits}")
+    medians = ", ".join(f"{name.removesuffix('_s').replace('_', ' ')} {_s(v)}"
+                        for name, v in dt.medians.items() if v is not None)
+    if medians:
+        lines.append(f"median seconds per trial: {medians}")
+    return lines
+
+
+def phase_table(rows: list[tuple[int, str, dict[str, Any]]]) -> Table:
+    """Every measured trial's phases (seconds), as ``tuner status JOB --trials`` shows them."""
+    table = Table("trial", "status", *(p.removesuffix("_s").replace("_", " ") + " s"
+                                       for p in PHASES), "cache hit", header_style="bold")
+    for number, status, ph in rows:
+        hit = ph.get("cache_hit")
+        table.add_row(str(number), status, *(_s(ph.get(p)) for p in PHASES),
+                      "–" if hit is None else ("yes" if hit else "no"))
+    return table

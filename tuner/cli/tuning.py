@@ -17,12 +17,14 @@ from tuner.cli.common import friendly
 from tuner.cli.common import settings_for
 from tuner.cli.options import BackendOpt
 from tuner.cli.options import BenchMemoryOpt
+from tuner.cli.options import CompileProcsOpt
 from tuner.cli.options import CompileTimeoutOpt
 from tuner.cli.options import ConfirmTopOpt
 from tuner.cli.options import DeviceKindOpt
 from tuner.cli.options import DtypeOpt
 from tuner.cli.options import KernelArg
 from tuner.cli.options import KernelOpt
+from tuner.cli.options import LookaheadOpt
 from tuner.cli.options import MaxAttemptsOpt
 from tuner.cli.options import ParallelOpt
 from tuner.cli.options import PatienceOpt
@@ -58,6 +60,7 @@ def tune(
     compile_timeout: CompileTimeoutOpt = 120, run_timeout: RunTimeoutOpt = 60,
     warmup_ms: WarmupOpt = None, rep_ms: RepOpt = None, static_check: StaticCheckOpt = None,
     confirm_top: ConfirmTopOpt = 3, transfer: TransferOpt = DEFAULT_TRANSFER,
+    compile_procs: CompileProcsOpt = None,
     bench_memory: BenchMemoryOpt = None, missing: MissingOpt = None, db: DbOption = None,
 ) -> None:
     """Tune KERNEL on this machine (blocking, no Redis): --parallel local bench processes.
@@ -79,7 +82,7 @@ def tune(
                              device_kind, trials, time_limit, target, patience, sampler, seed,
                              parallel, compile_timeout, run_timeout, warmup_ms, rep_ms,
                              static_check=static_check, confirm_top=confirm_top,
-                             transfer=transfer)
+                             transfer=transfer, lookahead=compile_procs)
         failed = _tune_one(options, settings) or failed
     if failed:
         raise typer.Exit(1)  # a problem with no successful trial is a failed tuning run
@@ -112,7 +115,7 @@ def submit(
     compile_timeout: CompileTimeoutOpt = 120, run_timeout: RunTimeoutOpt = 60,
     warmup_ms: WarmupOpt = None, rep_ms: RepOpt = None, max_attempts: MaxAttemptsOpt = 3,
     static_check: StaticCheckOpt = None, confirm_top: ConfirmTopOpt = 3,
-    transfer: TransferOpt = DEFAULT_TRANSFER,
+    transfer: TransferOpt = DEFAULT_TRANSFER, lookahead: LookaheadOpt = None,
     idempotency_key: Annotated[str | None, typer.Option(
         help="Submitting again with the same key returns the same job.")] = None,
     db: DbOption = None,
@@ -126,7 +129,7 @@ def submit(
     options = JobOptions(ref, shape or [], dtype, backend, device_kind, trials, time_limit,
                          target, patience, sampler, seed, parallel, compile_timeout,
                          run_timeout, warmup_ms, rep_ms, max_attempts, idempotency_key,
-                         static_check, confirm_top, transfer)
+                         static_check, confirm_top, transfer, lookahead)
     spec, spec_kernel = build_spec(options, settings, submit=True)
     created = submit_job(spec, spec_kernel, settings)
     note = " (already submitted with this idempotency key)" if created.existing else ""

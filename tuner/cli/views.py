@@ -18,6 +18,8 @@ from tuner.cli.common import console
 from tuner.cli.common import err
 from tuner.cli.common import friendly
 from tuner.cli.common import settings_for
+from tuner.cli.render import device_time_lines
+from tuner.cli.render import phase_table
 from tuner.core.parsing import UsageError
 
 
@@ -25,10 +27,14 @@ from tuner.core.parsing import UsageError
 def status(
     job: Annotated[int | None, typer.Argument(help="Job id (default: list recent jobs).")] = None,
     limit: Annotated[int, typer.Option(help="Jobs to list.")] = 20,
+    trials: Annotated[bool, typer.Option(
+        "--trials", help="With JOB: also list every trial's phases (queue wait, compile, "
+        "cache hit, device wait, check, timing seconds).")] = False,
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
-    """Show recent jobs, or one job's problems and trial statuses."""
+    """Show recent jobs, or one job's problems, trial statuses and device time (GPU-seconds,
+    busy fraction, median seconds per phase)."""
     from tuner.app.views import job_summary
     from tuner.app.views import recent_jobs
     from tuner.app.views import summary_json
@@ -66,6 +72,11 @@ def status(
     console.print(table)
     console.print("trials by status: " + (", ".join(
         f"{k} {v}" for k, v in sorted(summary.counts.items())) or "none yet"))
+    if summary.device_time is not None:
+        for line in device_time_lines(summary.device_time):
+            console.print(line, highlight=False)
+    if trials:
+        console.print(phase_table(summary.phases))
 
 
 def _param_text(p: Param) -> str:

@@ -278,7 +278,7 @@ class JobDriver:
 
     # -- fill ---------------------------------------------------------------------------------
     def _fill(self, run: _ProblemRun, problem: Problem, pending: int) -> None:
-        wanted = min(self.spec.parallel - pending,
+        wanted = min(self.spec.parallel * (1 + self.spec.lookahead) - pending,
                      self.spec.budget.trials - problem.measured - pending)
         proposals = 0
         while wanted > 0 and proposals < MAX_PROPOSALS_PER_STEP \

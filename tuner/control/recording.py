@@ -6,7 +6,7 @@ compare-and-set of ``db.repository.store_result``: it returns False, and changes
 the trial has moved on (a duplicate delivery, a cancelled job, an attempt the reconciler
 replaced). ``offer_trial`` offers a trial as the best config of its (kernel, problem, dtype,
 device kind) with the fingerprint of everything that can change the answer; predictions
-(``model:``) are never offered.
+(``model:``) and simulated devices (``standin:``) are never offered.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ def result_values(m: Measurement) -> dict[str, Any]:
         "n_samples": m.n or None, "cv": m.cv, "compile_s": m.compile_s,
         "max_rel_error": m.max_rel_error, "error": m.error, "device_kind": m.device_kind,
         "provenance": {**m.provenance, "ceilings": m.ceilings} if m.ceilings else m.provenance,
+        "phases": m.phases or None,
     }
     s = score(m) if m.status == TrialStatus.OK else None
     if s is not None:
@@ -104,10 +105,11 @@ class JobIdentity:
 def offer_trial(session: so.Session, job: JobIdentity, problem: Problem, t: Trial,
                 fraction: float, median_ms: float, *, replace_from_job: bool = False) -> bool:
     """Offer trial ``t`` of ``problem`` (at ``fraction``, ``median_ms``) as the best config of
-    its key; True if it became it. A prediction (``model:`` backend) is never offered.
+    its key; True if it became it. A prediction (``model:`` backend) or a simulated device
+    (``standin:``) is never offered, nor is any trial scored as a prediction.
     ``replace_from_job``: also replace the row this job stored (a confirmation re-timing
     overrides the search's own, noisier figures)."""
-    if job.spec.backend.startswith("model:"):
+    if job.spec.backend.startswith(("model:", "standin:")) or t.score_basis == "predicted":
         return False
     return repo.offer_best(
         session, kernel=job.kernel_name, problem=problem.problem,

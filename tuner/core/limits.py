@@ -55,6 +55,7 @@ BOUNDS = {
     "max_attempts": Bound("--max-attempts", 1, 20, integer=True),
     "confirm_top": Bound("--confirm-top", 0, 50, integer=True),
     "transfer": Bound("--transfer", 0, 100, integer=True),
+    "lookahead": Bound("--compile-procs/--lookahead", 0, 64, integer=True),
 }
 #: Longest accepted text of each string option (characters).
 MAX_TEXT = {"kernel": 1_000, "idempotency_key": 200, "static_check": 64, "sampler": 64,
@@ -83,6 +84,7 @@ def spec_errors(spec: JobSpec) -> list[str]:
         "compile_timeout_s": spec.compile_timeout_s, "run_timeout_s": spec.run_timeout_s,
         "warmup_ms": t.warmup_ms, "rep_ms": t.rep_ms, "max_attempts": spec.max_attempts,
         "confirm_top": spec.confirm_top, "transfer": spec.transfer,
+        "lookahead": spec.lookahead,
     }
     errors = [e for key, v in values.items() if (e := BOUNDS[key].error(v)) is not None]
     for key, limit in MAX_TEXT.items():

@@ -172,6 +172,9 @@ class Measurement(JsonRecord):
     recorded_best_ms: float | None = None
     #: True for an analytic prediction (``model:`` backend): never a measurement.
     predicted: bool = False
+    #: Where the trial's time went (``workers.phases``): compile, cache hit, device wait,
+    #: check and timing seconds, and when it held the device (unix seconds).
+    phases: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def failure(cls, status: TrialStatus, error: str, **extra: Any) -> Measurement:
@@ -209,6 +212,9 @@ class StaticResult(JsonRecord):
     smem_limit: int | None = None
     compile_s: float | None = None
     error: str | None = None
+    #: True when every kernel binary came from Triton's cache (nothing compiled); ``None``
+    #: when the Triton in use cannot tell.
+    cache_hit: bool | None = None
 
     @property
     def launchable(self) -> bool:
@@ -285,6 +291,10 @@ class JobSpec(JsonRecord):
     #: Start the default search from the best stored configs of this kernel and dtype on up to
     #: ``transfer`` related problems (``tuner.search.transfer``); 0: off.
     transfer: int = DEFAULT_TRANSFER
+    #: Trials per worker in flight beyond the one on its device (``workers.pipeline``): the
+    #: driver keeps ``parallel × (1 + lookahead)`` in flight. A pipelined worker with ``p``
+    #: compile processes wants ``p + 1``: ``p`` compiling, one compiled and waiting; 0: serial.
+    lookahead: int = 0
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -33,6 +33,8 @@ from db.models import utcnow
 from db.retry import is_transient
 from db.session import normalise_url
 from search_spaces import SearchSpace
+from tuner.core.device_time import queue_wait_s
+from tuner.core.device_time import trial_phases
 from tuner.core.types import TrialStatus
 from tuner.optuna import bulk
 from tuner.optuna.bulk import TrialRecord
@@ -53,6 +55,10 @@ def trial_attrs(t: Trial) -> dict[str, Any]:
         "tuner_trial_id": t.id, "tuner_number": t.number, "attempt": t.attempt,
         "duplicate_of": t.duplicate_of, "error": (t.error or "")[:500] or None,
     }
+    if t.phases:
+        wait = queue_wait_s(t.published_at, t.started_at)
+        for name, value in trial_phases(t.phases, wait).items():
+            attrs[f"phase_{name}"] = value
     return {k: v for k, v in attrs.items() if v is not None}
 
 

@@ -1,6 +1,7 @@
 """One contract for every backend (DESIGN.md decision 9), as checks a test suite runs against
-each: ``interpret``, ``replay:<file>``, ``model:<gpu kind>``, ``compile:<gpu kind>``, the
-fake GPU (``tuner.testing.fake_cuda``) and, on a GPU machine, ``cuda``.
+each: ``interpret``, ``replay:<file>``, ``model:<gpu kind>``, ``compile:<gpu kind>``,
+``standin:<gpu kind>`` alone and behind a compile pool (``workers.pipeline``), the fake GPU
+(``tuner.testing.fake_cuda``) and, on a GPU machine, ``cuda``.
 
 A backend answers a valid config with a timed, scorable measurement and a bad one with a
 failure status, never an exception; it keeps serving after a failure; it re-times finalists
@@ -39,7 +40,7 @@ MATMUL_TOO_BIG = {"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 256, "GROUP_M": 1,
                   "num_warps": 8, "num_stages": 5}
 #: Short timing budgets: the checks test the contract, not the speed.
 QUICK = TimingSettings(warmup_ms=0, rep_ms=10, min_reps=3, max_reps=10)
-BACKEND_KINDS = ("interpret", "cuda", "compile", "replay", "model")
+BACKEND_KINDS = ("interpret", "cuda", "compile", "replay", "model", "standin")
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,9 @@ class BackendCase:
     timing: TimingSettings = field(default=QUICK)
 
 
-def matmul_case(backend: str) -> BackendCase:
+def matmul_case(backend: str, pipelined: bool = False) -> BackendCase:
     """The fp16 matmul at 64³ on ``backend`` (``interpret``, ``cuda``, ``compile:<kind>``,
-    ``model:<kind>``)."""
+    ``model:<kind>``, ``standin:<kind>``; ``pipelined``: behind a compile pool)."""
     problem = {"M": 64, "N": 64, "K": 64}
     if backend.startswith("compile:"):
         return BackendCase(backend, "matmul", problem, "fp16", MATMUL_OK, MATMUL_OK_ALT,
@@ -73,6 +74,10 @@ def matmul_case(backend: str) -> BackendCase:
         return BackendCase(backend, "matmul", problem, "fp16", MATMUL_OK, MATMUL_OK_ALT,
                            MATMUL_TOO_BIG, ("out_of_resources",),
                            device_kind=backend.split(":")[1])
+    if backend.startswith("standin:"):  # ``checks``: when compiling ahead (its pool checks)
+        return BackendCase(backend, "matmul", problem, "fp16", MATMUL_OK, MATMUL_OK_ALT,
+                           MATMUL_BAD, ("compile_error",), device_kind=backend.split(":")[1],
+                           checks=pipelined)
     return BackendCase(backend, "matmul", problem, "fp16", MATMUL_OK, MATMUL_OK_ALT,
                        MATMUL_BAD, ("compile_error",))
 

@@ -8,6 +8,7 @@ lazily and stay up; ``close`` stops their processes.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from dataclasses import field
 
@@ -26,6 +27,7 @@ class BackendPool:
     device: str
     settings: Settings
     backends: dict[str, Backend] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def key(self, request: BenchmarkRequest) -> str:
         if request.mode == "check":
@@ -40,15 +42,17 @@ class BackendPool:
 
     def backend_for(self, request: BenchmarkRequest) -> Backend:
         key = self.key(request)
-        backend = self.backends.get(key)
-        if backend is None:
-            backend = make_backend(key, cache_dir=self.settings.cache_dir,
-                                   kernel_roots=self.settings.kernel_roots,
-                                   memory_bytes=self.settings.bench_memory_bytes)
-            self.backends[key] = backend
+        with self._lock:  # a pipelined Celery worker asks from several threads
+            backend = self.backends.get(key)
+            if backend is None:
+                backend = make_backend(key, cache_dir=self.settings.cache_dir,
+                                       kernel_roots=self.settings.kernel_roots,
+                                       memory_bytes=self.settings.bench_memory_bytes)
+                self.backends[key] = backend
         return backend
 
     def close(self) -> None:
-        for backend in self.backends.values():
-            backend.close()
-        self.backends.clear()
+        with self._lock:
+            for backend in {id(b): b for b in self.backends.values()}.values():
+                backend.close()
+            self.backends.clear()

@@ -30,6 +30,7 @@ class BackendFactory(Protocol):
 
 BACKENDS: Registry[BackendFactory] = Registry("backend", {
     "interpret": SubprocessBackend, "cuda": SubprocessBackend, "compile": SubprocessBackend,
+    "standin": SubprocessBackend,
     "replay": ReplayBackend, "model": ModelBackend,
 })
 

@@ -1,7 +1,9 @@
-"""``interpret``, ``cuda[:N]`` and ``compile:<kind>``: real kernels in an isolated process.
+"""``interpret``, ``cuda[:N]``, ``compile:<kind>`` and ``standin:<kind>``: real kernels in an
+isolated process.
 
 The first two measure; ``compile:<kind>`` only statically checks configs for that GPU kind
-(asked to measure, it answers a failure at once).
+(asked to measure, it answers a failure at once); ``standin:<kind>`` compiles for real and
+simulates the device time (``workers.standin``: benchmarks and tests of the pipeline).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from tuner.core.types import StaticResult
 from tuner.core.types import TrialStatus
 from workers.bench_process import BenchProcess
 
-NAMES = re.compile(r"interpret|cuda(:\d+)?|compile:[\w.-]+")
+NAMES = re.compile(r"interpret|cuda(:\d+)?|compile:[\w.-]+|standin:[\w.-]+")
 
 
 class SubprocessBackend:
@@ -25,8 +27,8 @@ class SubprocessBackend:
     def __init__(self, name: str, *, cache_dir: Path | None = None,
                  kernel_roots: tuple[Path, ...] = (), memory_bytes: int | None = None) -> None:
         if not NAMES.fullmatch(name):
-            raise ValueError(f"malformed backend {name!r} (interpret, cuda, cuda:N or "
-                             "compile:<gpu kind>)")
+            raise ValueError(f"malformed backend {name!r} (interpret, cuda, cuda:N, "
+                             "compile:<gpu kind> or standin:<gpu kind>)")
         self.name = name
         self.checks_only = name.startswith("compile:")
         self.process = BenchProcess(name, cache_dir=cache_dir, kernel_roots=kernel_roots,
