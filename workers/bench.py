@@ -163,8 +163,9 @@ def run_request(device: BenchDevice, request: BenchmarkRequest, roots: tuple[Pat
             device.sync()
         first_call_s = time.perf_counter() - start
         compile_s = first_call_s if device.torch_device != "cpu" else None
-        phases: dict[str, Any] = {"first_call_s": first_call_s,
-                                  "device_cache_hit": compiles.cache_hit}
+        phases: dict[str, Any] = {"first_call_s": first_call_s, "interpreted": True} \
+            if compile_s is None else {"first_call_s": first_call_s,
+                                       "device_cache_hit": compiles.cache_hit}
         on_compiled(compile_s)
         phase = "run"
         checked = time.perf_counter()

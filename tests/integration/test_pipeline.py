@@ -133,7 +133,9 @@ def test_local_job_pipelined_shows_device_time_in_status_report_and_dashboard(
     (["tune", "matmul", "--shape", "M=64,N=64,K=64", "--backend", "interpret",
       "--compile-procs", "2"], "--compile-procs compiles configs ahead for a GPU"),
     (["worker", "--device", "cpu", "--compile-procs", "1"], "--compile-procs compiles ahead"),
-    (["worker", "--device", "cuda:0", "--compile-procs", "-1"], "between 0 and 64"),
+    (["worker", "--device", "cuda:0", "--compile-procs", "-1"], "between 0 and 63"),
+    (["tune", "matmul", "--shape", "M=64,N=64,K=64", "--backend", "standin:h200",
+      "--compile-procs", "100"], "--compile-procs must be between 0 and 63, not 100"),
 ])
 def test_compile_procs_misuse_is_a_clear_usage_error(args: list[str], text: str,
                                                      cli_env: dict[str, str]) -> None:

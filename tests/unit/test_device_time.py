@@ -71,3 +71,9 @@ def test_compile_ahead_defaults_follow_the_cores_and_only_gpu_backends_pipeline(
     assert lookahead_for(None, "interpret", 1, submit=False) == 0
     with pytest.raises(UsageError, match="--lookahead compiles configs ahead"):
         lookahead_for(2, "replay:x.json", 1, submit=True)
+
+
+def test_the_interpreter_compiles_nothing() -> None:
+    shown = trial_phases({"interpreted": True, "first_call_s": 0.1, "timing_s": 0.2})
+    assert shown["compile_s"] is None and shown["cache_hit"] is None
+    assert shown["timing_s"] == 0.2

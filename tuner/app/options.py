@@ -111,6 +111,8 @@ def _timing(backend: str, warmup_ms: float | None, rep_ms: float | None) -> Timi
 #: Trials per GPU worker a fleet job keeps in flight beyond the one being timed, by default
 #: (``tuner submit``): enough for a worker with 2 compile processes (``p + 1``).
 FLEET_LOOKAHEAD = 3
+#: The most compile processes one GPU may have (``--lookahead`` is bounded at one more).
+MAX_COMPILE_PROCS = 63
 
 
 def lookahead_for(option: int | None, backend: str, parallel: int, *, submit: bool) -> int:
@@ -128,6 +130,9 @@ def lookahead_for(option: int | None, backend: str, parallel: int, *, submit: bo
         return 0
     if submit:
         return FLEET_LOOKAHEAD if option is None else option
+    if option is not None and not 0 <= option <= MAX_COMPILE_PROCS:
+        raise UsageError(f"--compile-procs must be between 0 and {MAX_COMPILE_PROCS}, "
+                         f"not {option}")
     from workers.pipeline import default_compile_procs
 
     procs = default_compile_procs(gpus=parallel) if option is None else option

@@ -95,19 +95,21 @@ def worker(
     and, on a GPU, a pool of compile processes."""
     from tuner.app.fleet import compile_procs_for
     from tuner.app.fleet import run_worker
+    from tuner.app.options import MAX_COMPILE_PROCS
 
     if not re.fullmatch(r"cpu|cuda:\d+|standin:[\w.-]+", device):
         raise UsageError(f"unknown device {device!r}: give cpu, or cuda:N for GPU N "
                          "(one worker per GPU)")
-    if compile_procs is not None and not 0 <= compile_procs <= 64:
-        raise UsageError(f"--compile-procs must be between 0 and 64, not {compile_procs}")
+    if compile_procs is not None and not 0 <= compile_procs <= MAX_COMPILE_PROCS:
+        raise UsageError(f"--compile-procs must be between 0 and {MAX_COMPILE_PROCS}, not "
+                         f"{compile_procs}")
     if device == "cpu" and compile_procs:
         raise UsageError("--compile-procs compiles ahead for a GPU; the cpu worker runs the "
                          "interpreter, which does not compile")
     procs = compile_procs_for(device, compile_procs)
     settings = bench_settings(db, bench_memory)
     err.print(f"worker on {device}: probing the device…"
-              + (f" ({procs} compile processes)" if procs else ""))
+              + (f" (compile processes: {procs})" if procs else ""))
     run_worker(settings, device, name, queue, compile_procs=procs)
 
 

@@ -17,8 +17,9 @@ Definitions, per worker (one device):
 * **idle**: span minus the time trials held the device (waiting for a compile or a proposal).
 
 ``busy fraction = Σ busy / Σ span``. A trial's **compile** seconds are the compile pool's when
-the worker compiles ahead (``pipelined``), else its first call on the device; ``cache_hit``
-says whether that compile found its binary in Triton's cache.
+the worker compiles ahead (``pipelined``), else its first call on the device (none under the
+interpreter, which does not compile); ``cache_hit`` says whether that compile found its binary
+in Triton's cache.
 """
 
 from __future__ import annotations
@@ -54,9 +55,10 @@ def trial_phases(phases: Mapping[str, Any] | None,
     """One trial's phases in the shown form: ``PHASES`` (seconds or None) and ``cache_hit``."""
     ph = phases or {}
     pipelined = bool(ph.get("pipelined"))
+    first_call = None if ph.get("interpreted") else ph.get("first_call_s")  # no compile
     out: dict[str, Any] = {
         "queue_wait_s": queue_wait_s,
-        "compile_s": _num(ph.get("compile_s") if pipelined else ph.get("first_call_s")),
+        "compile_s": _num(ph.get("compile_s") if pipelined else first_call),
         "device_wait_s": _num(ph.get("device_wait_s")),
         "check_s": _num(ph.get("check_s")), "timing_s": _num(ph.get("timing_s")),
         "cache_hit": ph.get("cache_hit") if pipelined else ph.get("device_cache_hit"),

@@ -55,7 +55,7 @@ BOUNDS = {
     "max_attempts": Bound("--max-attempts", 1, 20, integer=True),
     "confirm_top": Bound("--confirm-top", 0, 50, integer=True),
     "transfer": Bound("--transfer", 0, 100, integer=True),
-    "lookahead": Bound("--compile-procs/--lookahead", 0, 64, integer=True),
+    "lookahead": Bound("--lookahead", 0, 64, integer=True),
 }
 #: Longest accepted text of each string option (characters).
 MAX_TEXT = {"kernel": 1_000, "idempotency_key": 200, "static_check": 64, "sampler": 64,
