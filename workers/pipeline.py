@@ -13,9 +13,9 @@ to launch), the device compiles it as a serial worker would, and ``phases`` says
 
 Static checks (``mode="check"``) of the same worker go through the same pool and the same
 Triton cache: a config is compiled once per (kernel source, config, target, Triton version),
-the key of Triton's cache. Callers run ``run`` from ``1 + k`` threads (``tuner.app.local``, or
-a Celery worker with a thread pool); the device takes one request at a time, whichever
-finished compiling first.
+the key of Triton's cache. Callers run ``run`` from ``2 + size`` threads (one on the device,
+one compiled and waiting, the rest compiling; ``tuner.app.local``, or a Celery worker with a
+thread pool); the device takes one request at a time, whichever finished compiling first.
 
 Every measurement's ``phases`` gain ``pipelined``, ``compile_s`` and ``cache_hit`` (of the
 pool's compile), ``compile_queue_s`` (waiting for a free compile process),
