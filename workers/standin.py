@@ -72,7 +72,8 @@ class StandInDevice:
         time.sleep(hold)
         phases.update(check_s=0.0, timing_s=hold)
         predicted = self.model.run(request)
-        if predicted.status != TrialStatus.OK and predicted.flops and predicted.min_bytes:
+        if predicted.status != TrialStatus.OK and predicted.flops is not None \
+                and predicted.min_bytes:
             # no analytic model: the roofline bound stands in for the kernel time
             sheet = datasheet_ceilings(self.kind)
             assert sheet is not None  # CompileDevice accepted the kind: it is in the table

@@ -142,3 +142,24 @@ def test_compile_procs_misuse_is_a_clear_usage_error(args: list[str], text: str,
     proc = run_cli(args, cli_env, timeout=120)
     assert proc.returncode == 2
     assert text in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_stand_in_times_a_kernel_without_a_model_at_its_roofline(tmp_path: Path) -> None:
+    """A user's kernel has no analytic model (and, memory-bound, declares no FLOPs): the
+    stand-in reports its roofline time, marked a prediction."""
+    from tuner.core.roofline import datasheet_ceilings
+    from tuner.core.roofline import roof
+
+    backend = make_backend("standin:h200", cache_dir=tmp_path, kernel_roots=(ROOT,))
+    backend.start()
+    try:
+        problem = {"n_rows": 256, "n_cols": 1000}
+        m = backend.run(request(1, "examples/byo_softmax.py:softmax",
+                                {"BLOCK_SIZE": 1024, "num_warps": 4}, problem, "fp32"))
+    finally:
+        backend.close()
+    assert m.status == "ok", m.error
+    sheet = datasheet_ceilings("h200")
+    assert sheet is not None and m.flops == 0 and m.min_bytes
+    expected = roof(0.0, m.min_bytes, sheet.peak("fp32"), sheet.bandwidth_gbps).roof_ms
+    assert m.predicted and m.median_ms == pytest.approx(expected)
