@@ -92,7 +92,10 @@ def describe_score(t: Trial) -> str:
                 f"{t.roof_ms:.4g} ms")
     rates = "" if t.tflops is None else f", {t.tflops:.4g} TFLOP/s, {t.gbps:.4g} GB/s"
     if t.score_basis == "predicted":
-        return (f"PREDICTED by the analytic model (not a measurement): {t.median_ms:.4g} ms, "
+        source = "SIMULATED on a stand-in GPU (its time: the analytic model, else the " \
+            "roofline)" if (t.provenance or {}).get("simulated") else \
+            "PREDICTED by the analytic model"
+        return (f"{source} (not a measurement): {t.median_ms:.4g} ms, "
                 f"{t.fraction:.4g} of the datasheet roofline ({t.bound}-bound){rates}")
     median = t.median_ms if t.confirm_ms is None else t.confirm_ms
     fraction = t.fraction if t.confirm_ms is None or not t.roof_ms else t.roof_ms / t.confirm_ms
