@@ -29,7 +29,11 @@ def test_acceptance_script_runs_every_case_and_writes_its_json(cli_env, tmp_path
             assert impls[name]["median_ms"] > 0 and impls[name]["fraction"] > 0
         assert case["speedup"]["torch"] == impls["torch"]["median_ms"] / \
             impls["tuned"]["median_ms"]
+        device_time = case["device_time"]  # the tuning run's own device time
+        assert device_time["gpu_seconds"] > 0 and 0 < device_time["busy_fraction"] <= 1
     targets = report["targets"]
     assert targets["matmul_geomean_vs_triton_default"] > 0
     assert set(targets["rows_fraction_of_copy_bandwidth"]) == {"rmsnorm 8x200", "softmax 8x200"}
     assert "targets:" in proc.stdout and "triton-default" in proc.stdout
+    assert set(targets["device_busy_fraction"]) == {c["case"] for c in report["cases"]}
+    assert "device-s held, busy" in proc.stdout
