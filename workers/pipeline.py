@@ -9,7 +9,8 @@ and compile process shares (``TRITON_CACHE_DIR`` = ``<cache dir>/triton``); the 
 call then loads the binary instead of compiling it. A config that fails to compile
 (``compile_error``, ``out_of_resources``, ``timeout``) never reaches the device. When the
 compile-only process itself cannot compile a kernel (``crashed``: e.g. it needs a real device
-to launch), the device compiles it as a serial worker would, and ``phases`` says so.
+to launch) or cannot start, the device compiles it as a serial worker would, and ``phases``
+says so (``compile_fallback``).
 
 Static checks (``mode="check"``) of the same worker go through the same pool and the same
 Triton cache: a config is compiled once per (kernel source, config, target, Triton version),
@@ -41,6 +42,7 @@ from tuner.core.types import StaticResult
 from tuner.core.types import TrialStatus
 from workers.backends.base import Backend
 from workers.backends.subprocess_backend import SubprocessBackend
+from workers.bench_process import BenchStartError
 
 #: Compile statuses after which a config must not reach the device.
 NOT_LAUNCHABLE = ("compile_error", "out_of_resources", "timeout")
@@ -110,7 +112,10 @@ class PipelinedBackend:
         asked = time.perf_counter()
         with self.pool.lend() as proc:
             wall, start = time.time(), time.perf_counter()
-            result = proc.process.check(request, inspect=False)
+            try:
+                result = proc.process.check(request, inspect=False)
+            except BenchStartError as exc:  # no compile process: the device compiles
+                result = StaticResult(status="crashed", target="", error=str(exc))
             compiled = time.perf_counter()
         phases: dict[str, Any] = {
             "pipelined": True, "compile_s": compiled - start, "cache_hit": result.cache_hit,

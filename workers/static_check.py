@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -111,8 +112,12 @@ class CompileDevice:
 
     def warm_up(self) -> None:
         """Compile a one-line kernel once at start: a process's first compile pays for
-        loading Triton's backend and tools (about a second), which no config should."""
-        _warm_up_kernel[(1,)](torch.empty(1, device="meta"))
+        loading Triton's backend and tools (about a second), which no config should. A
+        failure here is only a slower first config (the configs report their own errors)."""
+        try:
+            _warm_up_kernel[(1,)](torch.empty(1, device="meta"))
+        except Exception as exc:
+            print(f"compile warm-up failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         self.compiled.clear()
 
     def describe(self) -> dict[str, Any]:

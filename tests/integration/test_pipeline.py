@@ -163,3 +163,17 @@ def test_stand_in_times_a_kernel_without_a_model_at_its_roofline(tmp_path: Path)
     assert sheet is not None and m.flops == 0 and m.min_bytes
     expected = roof(0.0, m.min_bytes, sheet.peak("fp32"), sheet.bandwidth_gbps).roof_ms
     assert m.predicted and m.median_ms == pytest.approx(expected)
+
+
+def test_a_compile_pool_that_cannot_start_leaves_the_compile_to_the_device(
+        tmp_path: Path) -> None:
+    pool = CompilePool("no-such-gpu", 1, cache_dir=tmp_path, kernel_roots=(ROOT,))
+    backend = PipelinedBackend(make_backend("standin:h200", cache_dir=tmp_path,
+                                            kernel_roots=(ROOT,)), pool)
+    try:
+        m = backend.run(request(1, "matmul", MATMUL_CONFIGS[1]))
+    finally:
+        backend.close()
+    assert m.status == "ok", m.error
+    assert "no datasheet entry" in m.phases["compile_fallback"]
+    assert m.phases["device_cache_hit"] is False  # the device compiled it itself

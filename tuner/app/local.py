@@ -14,6 +14,7 @@ before the database is created or touched.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -44,10 +45,13 @@ from tuner.optuna.mirror import MirrorThread
 from workers.backends.base import Backend
 from workers.backends.pool import BackendPool
 from workers.backends.registry import make_backend
+from workers.bench_process import BenchStartError
 from workers.pipeline import CompilePool
 from workers.pipeline import PipelinedBackend
 from workers.worker import TrialWorker
 from workers.worker import worker_name
+
+log = logging.getLogger(__name__)
 
 #: Seconds between progress polls of the database while a job runs.
 PROGRESS_EVERY_S = 0.25
@@ -114,6 +118,8 @@ def run_local_job(spec: JobSpec, kernel: KernelSpec, settings: Settings,
     try:
         spec = on_this_machine(spec, backends)
         devices = pipelined(spec, backends, settings)
+        if devices is backends:
+            spec = dataclasses.replace(spec, lookahead=0)
         engine = make_engine(settings.db_url)
         ensure_schema(engine)
         sessions = session_factory(engine)
@@ -164,25 +170,29 @@ def can_pipeline(spec: JobSpec) -> bool:
 def pipelined(spec: JobSpec, backends: list[Backend], settings: Settings) -> list[Backend]:
     """``backends`` each wrapped with a started pool of ``spec.lookahead - 1`` compile
     processes (at least one; ``workers.pipeline``), or ``backends`` itself when the job does
-    not pipeline. The extra trial in flight keeps a compiled config waiting for the device."""
+    not pipeline or its compile processes cannot start (a warning; the device compiles). The
+    extra trial in flight keeps a compiled config waiting for the device."""
     if not can_pipeline(spec):
         return backends
-    wrapped: list[Backend] = []
+    pools: list[CompilePool] = []
     try:
-        for b in backends:
-            pool = CompilePool(spec.device_kind, max(1, spec.lookahead - 1),
-                               cache_dir=settings.cache_dir,
-                               kernel_roots=settings.kernel_roots,
-                               memory_bytes=settings.bench_memory_bytes)
-            wrapped.append(PipelinedBackend(b, pool))
-            pool.start()
+        for _ in backends:
+            pools.append(CompilePool(spec.device_kind, max(1, spec.lookahead - 1),
+                                     cache_dir=settings.cache_dir,
+                                     kernel_roots=settings.kernel_roots,
+                                     memory_bytes=settings.bench_memory_bytes))
+            pools[-1].start()
+    except BenchStartError as exc:  # the job still runs, compiling on the device
+        for pool in pools:
+            pool.close()
+        log.warning("cannot compile ahead (%s); compiling on the device instead",
+                    str(exc).splitlines()[0][:300])
+        return backends
     except BaseException:
-        for w in wrapped:
-            w.close()
-        for b in backends:
-            b.close()
+        for pool in pools:
+            pool.close()
         raise
-    return wrapped
+    return [PipelinedBackend(b, pool) for b, pool in zip(backends, pools, strict=True)]
 
 
 def devices_for(spec: JobSpec, backend: Backend) -> dict[str, Backend]:
