@@ -134,6 +134,7 @@ def test_local_job_pipelined_shows_device_time_in_status_report_and_dashboard(
       "--compile-procs", "2"], "--compile-procs compiles configs ahead for a GPU"),
     (["worker", "--device", "cpu", "--compile-procs", "1"], "--compile-procs compiles ahead"),
     (["worker", "--device", "cuda:0", "--compile-procs", "-1"], "between 0 and 63"),
+    (["worker", "--device", "standin:foo"], "the stand-in simulates a datasheet GPU"),
     (["tune", "matmul", "--shape", "M=64,N=64,K=64", "--backend", "standin:h200",
       "--compile-procs", "100"], "--compile-procs must be between 0 and 63, not 100"),
 ])

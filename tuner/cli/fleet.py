@@ -103,6 +103,10 @@ def worker(
     if compile_procs is not None and not 0 <= compile_procs <= MAX_COMPILE_PROCS:
         raise UsageError(f"--compile-procs must be between 0 and {MAX_COMPILE_PROCS}, not "
                          f"{compile_procs}")
+    if device.startswith("standin:"):
+        from tuner.app.options import resolve_backend
+
+        resolve_backend(device)  # a datasheet GPU kind, or a UsageError that lists them
     if device == "cpu" and compile_procs:
         raise UsageError("--compile-procs compiles ahead for a GPU; the cpu worker runs the "
                          "interpreter, which does not compile")
