@@ -148,3 +148,9 @@ class PipelinedBackend:
     def close(self) -> None:
         self.device.close()
         self.pool.close()
+
+
+def worker_backends(name: str, backend: PipelinedBackend) -> dict[str, Backend]:
+    """A worker's backends by name (``BackendPool``): its device, which also serves the static
+    checks for its own kind (one compile pool, one Triton cache)."""
+    return {name: backend, f"compile:{backend.pool.kind}": backend}

@@ -28,6 +28,7 @@ from workers.celery_app import BENCH_TASK
 from workers.celery_app import app
 from workers.pipeline import CompilePool
 from workers.pipeline import PipelinedBackend
+from workers.pipeline import worker_backends
 from workers.worker import TrialWorker
 
 log = logging.getLogger(__name__)
@@ -56,8 +57,8 @@ class _Runtime:
                                   lease_runs=2 + self.compile_procs)
 
     def _pipelined(self, device: str) -> dict[str, Backend]:
-        """The device backend fed by a compile pool, when the worker compiles ahead; it also
-        serves static checks for its own kind (one pool, one Triton cache)."""
+        """The device backend fed by a compile pool, when the worker compiles ahead
+        (``workers.pipeline.worker_backends``)."""
         procs, _, kind = os.environ.get(ENV_COMPILE, "0:").partition(":")
         self.compile_procs = int(procs or 0)
         if self.compile_procs <= 0:
@@ -68,7 +69,7 @@ class _Runtime:
         backend = PipelinedBackend(make_backend(device, cache_dir=s.cache_dir,
                                                 kernel_roots=s.kernel_roots,
                                                 memory_bytes=s.bench_memory_bytes), pool)
-        return {device: backend, f"compile:{kind}": backend}
+        return worker_backends(device, backend)
 
     def announce(self, job_id: int) -> None:
         """Wake the schedulers (best effort: they poll the database anyway)."""

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT
+from tests.conftest import db_rows
 from tests.conftest import run_cli
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import Budget
@@ -106,6 +107,8 @@ def test_local_job_pipelined_shows_device_time_in_status_report_and_dashboard(
                    budget=Budget(trials=6), timing=TimingSettings(warmup_ms=0, rep_ms=100),
                    lookahead=2, confirm_top=0, static_check="h200", transfer=0)
     outcome = run_local_job(spec, kernel, settings)
+    # simulated results are predictions: never a best config production could be served
+    assert db_rows(settings.db_url, "SELECT count(*) FROM tuner_best_configs")[0][0] == 0
     status = run_cli(["status", str(outcome.job_id), "--trials"], cli_env)
     assert status.returncode == 0, status.stderr
     assert "device time:" in status.stdout and "busy measuring" in status.stdout

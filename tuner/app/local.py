@@ -48,6 +48,7 @@ from workers.backends.registry import make_backend
 from workers.bench_process import BenchStartError
 from workers.pipeline import CompilePool
 from workers.pipeline import PipelinedBackend
+from workers.pipeline import worker_backends
 from workers.worker import TrialWorker
 from workers.worker import worker_name
 
@@ -196,10 +197,10 @@ def pipelined(spec: JobSpec, backends: list[Backend], settings: Settings) -> lis
 
 
 def devices_for(spec: JobSpec, backend: Backend) -> dict[str, Backend]:
-    """The backends of one local worker thread: its device, which also serves the static
-    checks for its own kind when it compiles ahead (one pool, one Triton cache)."""
+    """The backends of one local worker thread (``workers.pipeline.worker_backends`` when it
+    compiles ahead)."""
     if isinstance(backend, PipelinedBackend):
-        return {spec.backend: backend, f"compile:{spec.device_kind}": backend}
+        return worker_backends(spec.backend, backend)
     return {spec.backend: backend}
 
 

@@ -105,11 +105,11 @@ class JobIdentity:
 def offer_trial(session: so.Session, job: JobIdentity, problem: Problem, t: Trial,
                 fraction: float, median_ms: float, *, replace_from_job: bool = False) -> bool:
     """Offer trial ``t`` of ``problem`` (at ``fraction``, ``median_ms``) as the best config of
-    its key; True if it became it. A prediction (``model:`` backend) or a simulated device
-    (``standin:``) is never offered, nor is any trial scored as a prediction.
+    its key; True if it became it. A prediction (``model:`` backend, or any trial scored as
+    one, such as a simulated ``standin:`` device's) is never offered.
     ``replace_from_job``: also replace the row this job stored (a confirmation re-timing
     overrides the search's own, noisier figures)."""
-    if job.spec.backend.startswith(("model:", "standin:")) or t.score_basis == "predicted":
+    if job.spec.backend.startswith("model:") or t.score_basis == "predicted":
         return False
     return repo.offer_best(
         session, kernel=job.kernel_name, problem=problem.problem,
