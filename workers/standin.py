@@ -6,11 +6,12 @@ a real bench process compiles: on its first call. The device is not real: instea
 the kernel, the stand-in holds its "device" (sleeps) for as long as a real GPU's timing loop
 takes, the request's warm-up plus timing budget (``TimingSettings``, ``do_bench`` semantics),
 and reports the kernel's analytic model time (``model:<kind>``) as its median, or the roofline
-bound when the kernel has no model. Its results are
-marked ``predicted`` (never offered to a best-config lookup) and carry
-``provenance["simulated"]``. There is no correctness check: there is no data.
+bound when the kernel has no model (a config the model predicts cannot fit keeps that
+failure). Its results are marked ``predicted`` (never offered to a best-config lookup) and
+carry ``provenance["simulated"]``. There is no correctness check: there is no data.
 
-``benchmarks/gpu_busy.py`` and the pipeline's tests use it; the CLI does not offer it.
+``benchmarks/gpu_busy.py`` and the pipeline's tests use it; users try it with ``tuner tune
+--backend standin:<kind>`` or ``tuner worker --device standin:<kind>``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from workers.backends.model import ModelBackend
 from workers.static_check import CompileDevice
 
 SIMULATED = "stand-in device: real Triton compiles for the target; device time simulated " \
-            "(held for the timing budget), median from the analytic model"
+            "(held for the timing budget), median from the analytic model or the roofline"
 
 
 def hold_seconds(request: BenchmarkRequest) -> float:
@@ -72,9 +73,9 @@ class StandInDevice:
         time.sleep(hold)
         phases.update(check_s=0.0, timing_s=hold)
         predicted = self.model.run(request)
-        if predicted.status != TrialStatus.OK and predicted.flops is not None \
+        if predicted.status == TrialStatus.CRASHED and predicted.flops is not None \
                 and predicted.min_bytes:
-            # no analytic model: the roofline bound stands in for the kernel time
+            # no analytic model (or none for this config): the roofline stands in for it
             sheet = datasheet_ceilings(self.kind)
             assert sheet is not None  # CompileDevice accepted the kind: it is in the table
             bound = roof(predicted.flops, predicted.min_bytes,
