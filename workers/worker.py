@@ -195,6 +195,15 @@ class TrialWorker:
         if "timings" not in outcome:
             log.warning("confirmation of problem %s failed: %s", request.problem_id,
                         str(outcome.get("error"))[:500])
+
+            def store_failure() -> bool:  # the driver must not wait out the deadline
+                with self.sessions.begin() as session:
+                    return repo.fail_confirmation(session, request.problem_id,
+                                                  request.attempt)
+
+            if retry_db(store_failure, deadline_s=RECORD_DEADLINE_S,
+                        what="recording a failed confirmation") and self.on_finished is not None:
+                self.on_finished(request.job_id)
             return
         timings = [(int(t["trial_id"]), float(t["median_ms"]), int(t["n"]))
                    for t in outcome["timings"]]

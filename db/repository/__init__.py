@@ -28,6 +28,7 @@ from db.repository.fleet import stale_workers
 from db.repository.jobs import add_job
 from db.repository.jobs import add_problem
 from db.repository.jobs import cancel_job
+from db.repository.jobs import fail_confirmation
 from db.repository.jobs import finish_confirmation
 from db.repository.jobs import get_job
 from db.repository.jobs import job_by_idempotency_key
@@ -64,7 +65,8 @@ __all__ = [
     "ACTIVE_TRIAL_STATES", "add_job", "add_problem", "add_trial", "best_configs",
     "best_configs_of", "cache_static", "cached_static", "cancel_job", "claim_trial",
     "count_trial_done", "count_unmirrored", "count_untold", "drivable_job_ids",
-    "expire_leases", "fail_delivery", "finish_check", "finish_confirmation",
+    "expire_leases", "fail_confirmation", "fail_delivery", "finish_check",
+    "finish_confirmation",
     "first_trial_with_config",
     "get_job", "get_trial", "heartbeat", "hold_lease", "job_by_idempotency_key",
     "lease_job", "list_jobs", "list_workers", "lock_problem", "mark_published",

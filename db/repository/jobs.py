@@ -102,6 +102,16 @@ def lock_problem(session: so.Session, problem_id: int) -> None:
     session.execute(sa.select(Problem.id).where(Problem.id == problem_id).with_for_update())
 
 
+def fail_confirmation(session: so.Session, problem_id: int, attempt: int) -> bool:
+    """A confirmation that came back without timings (its worker could not re-time them):
+    ``failed``, once per attempt, so the driver keeps the search's ranking at once."""
+    result = session.execute(
+        sa.update(Problem).where(Problem.id == problem_id, Problem.confirm_status == "pending",
+                                 Problem.confirm_attempt == attempt)
+        .values(confirm_status="failed"))
+    return (result.rowcount or 0) == 1  # type: ignore[attr-defined]
+
+
 def finish_confirmation(session: so.Session, problem_id: int, attempt: int,
                         timings: Sequence[tuple[int, float, int]]) -> bool:
     """Store the re-measured (trial id, median ms, n) of the finalists, once per attempt."""

@@ -53,9 +53,13 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from db.session import DatabaseError
     from tuner.control.jobs import JobError
     from tuner.kernels import KernelError
-    from workers.celery_app import InsecureBrokerError
 
-    return (UsageError, KernelError, DatabaseError, JobError, InsecureBrokerError)
+    errors: tuple[type[BaseException], ...] = (UsageError, KernelError, DatabaseError, JobError)
+    try:
+        from workers.celery_app import InsecureBrokerError
+    except ImportError:  # no Celery installed (a bare GPU box): no broker to refuse either
+        return errors
+    return (*errors, InsecureBrokerError)
 
 
 def friendly(fn: F) -> F:

@@ -43,7 +43,7 @@ class Confirmation:
     def in_progress(self, problem: Problem) -> bool:
         """Start the confirmation of a stopped problem, or say it is still running."""
         spec = self.job.spec
-        if spec.confirm_top < 2 or problem.confirm_status in ("done", "skipped"):
+        if spec.confirm_top < 2 or problem.confirm_status in ("done", "skipped", "failed"):
             return False
         if spec.backend.startswith(("replay:", "model:")):
             return False  # recorded or predicted times have no noise to confirm against
@@ -70,6 +70,8 @@ class Confirmation:
         """Apply a finished confirmation: the fastest re-timed finalist becomes the best."""
         if problem.confirm_status == "skipped":
             return "confirmation did not come back in time: search ranking kept"
+        if problem.confirm_status == "failed":
+            return "confirmation failed on the worker (see its log): search ranking kept"
         if problem.confirm_status != "done":
             return None
         finalists = [t for t in repo.trials_of_problem(session, problem.id)
