@@ -40,6 +40,12 @@ class Case:
     trials: int
     family: str  # "matmul", "rowwise" or "chain"
     notes: list[str] = field(default_factory=list)
+    #: time torch.compile(mode="max-autotune") beside it (its autotuning costs ~0.5-1 min)
+    max_autotune: bool = True
+    #: compile processes of the tuning run (None: the default; 0: serial, the GPU compiles)
+    compile_procs: int | None = None
+    #: time the tuned kernel against the baselines (off for a repeat of a case)
+    baselines: bool = True
 
     @property
     def shape(self) -> str:
@@ -47,19 +53,29 @@ class Case:
 
 
 def full_cases() -> list[Case]:
-    """The issue's list: bf16 matmuls (incl. a decode shape), rmsnorm and softmax at a few row
-    lengths, and the fused chain."""
-    mm = [("matmul 8192^3", 8192, 8192, 8192), ("matmul 4096^3", 4096, 4096, 4096),
-          ("matmul 4096x4096x512", 4096, 4096, 512), ("matmul decode 16x4096x4096", 16, 4096,
-                                                      4096)]
-    cases = [Case(n, "matmul", {"M": m, "N": nn, "K": k}, "bf16", 24, "matmul")
-             for n, m, nn, k in mm]
-    for kernel in ("rmsnorm", "softmax"):
-        cases += [Case(f"{kernel} 16384x{n}", kernel, {"M": 16384, "N": n}, "bf16", 10,
-                       "rowwise") for n in (1024, 4096, 16384)]
-    cases.append(Case("chain 8192x256x4096", "linear+bias+gelu+residual+layernorm",
-                      {"M": 8192, "N": 256, "K": 4096}, "bf16", 20, "chain"))
-    return cases
+    """The issue's list, most telling first (a run out of time drops the tail): bf16 matmuls
+    (incl. a decode shape), the 4096^3 matmul tuned again serially (the device-busy
+    comparison), rmsnorm and softmax at three row lengths, and the fused chain.
+    ``torch.compile(mode="max-autotune")`` runs beside the two large matmuls, the 4096-wide
+    rows and the chain (its own autotuning costs about a minute a case)."""
+    def mm(name: str, m: int, n: int, k: int, trials: int, **kw: Any) -> Case:
+        return Case(name, "matmul", {"M": m, "N": n, "K": k}, "bf16", trials, "matmul", **kw)
+
+    def rows(kernel: str, n: int) -> Case:
+        return Case(f"{kernel} 16384x{n}", kernel, {"M": 16384, "N": n}, "bf16", 8, "rowwise",
+                    max_autotune=n == 4096)
+
+    return [mm("matmul 8192^3", 8192, 8192, 8192, 20),
+            mm("matmul 4096^3", 4096, 4096, 4096, 20),
+            mm("matmul 4096^3 serial", 4096, 4096, 4096, 20, compile_procs=0,
+               baselines=False, max_autotune=False),
+            rows("rmsnorm", 4096), rows("softmax", 4096),
+            mm("matmul 4096x4096x512", 4096, 4096, 512, 12, max_autotune=False),
+            mm("matmul decode 16x4096x4096", 16, 4096, 4096, 12, max_autotune=False),
+            rows("rmsnorm", 1024), rows("softmax", 1024),
+            rows("rmsnorm", 16384), rows("softmax", 16384),
+            Case("chain 8192x256x4096", "linear+bias+gelu+residual+layernorm",
+                 {"M": 8192, "N": 256, "K": 4096}, "bf16", 12, "chain")]
 
 
 def tiny_cases() -> list[Case]:
@@ -67,6 +83,8 @@ def tiny_cases() -> list[Case]:
     return [Case("matmul 64^3", "matmul", {"M": 64, "N": 64, "K": 64}, "fp16", 3, "matmul"),
             Case("matmul decode 16x64x64", "matmul", {"M": 16, "N": 64, "K": 64}, "fp16", 2,
                  "matmul"),
+            Case("matmul 64^3 serial", "matmul", {"M": 64, "N": 64, "K": 64}, "fp16", 3,
+                 "matmul", compile_procs=0, baselines=False),
             Case("rmsnorm 8x200", "rmsnorm", {"M": 8, "N": 200}, "fp16", 2, "rowwise"),
             Case("softmax 8x200", "softmax", {"M": 8, "N": 200}, "fp16", 2, "rowwise"),
             Case("chain 16x32x16", "linear+bias+gelu+residual+layernorm",

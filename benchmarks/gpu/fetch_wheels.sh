@@ -12,7 +12,8 @@ PLATFORMS=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64
 PACKAGES=(optuna==5.1.0 alembic==1.20.1 sqlalchemy==2.1.9 greenlet mako==1.4.3 colorlog==6.12.0
           tqdm==4.70.1 pyyaml==6.0.4 typer==0.29.2 click==8.5.1 rich==15.0.0
           markdown-it-py==4.3.0 mdurl==0.1.2 pygments==2.21.0 shellingham==1.5.4
-          nvidia-ml-py==13.615.71 packaging==26.3)
+          nvidia-ml-py==13.615.71 packaging==26.3
+          optuna-dashboard==0.21.0 bottle==0.13.4)
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
     --implementation cp "${PLATFORMS[@]}" -d .whl "${PACKAGES[@]}"
 ls .whl

@@ -19,8 +19,14 @@ def test_acceptance_script_runs_every_case_and_writes_its_json(cli_env, tmp_path
     assert report["ceilings"]["bandwidth_gbps"] > 0
     kernels = {c["kernel"] for c in report["cases"]}
     assert kernels == {"matmul", "rmsnorm", "softmax", "linear+bias+gelu+residual+layernorm"}
+    serial = [c for c in report["cases"] if c["case"].endswith(" serial")]
+    assert [c["compile_procs"] for c in serial] == [0] and not serial[0]["impls"]
+    assert serial[0]["device_time"]["configs_per_device_hour"] > 0
+    assert set(report["targets"]["serial_vs_pipelined"]) == {"matmul 64^3"}
     for case in report["cases"]:
         assert "error" not in case, case
+        if case in serial:
+            continue
         assert case["max_rel_error"] <= 1e-2
         impls = case["impls"]
         assert {"tuned", "triton-default", "torch"} <= set(impls)

@@ -17,6 +17,12 @@ Hostile kernels (``HOSTILE``), each its own spec:
   and fails with what it found: ``probe: ancestors=… readable=… leaked=[…]``;
 * ``hog``: touches ``HOG_GIB`` GiB of host memory; ``gpu_oom``: CUDA's out-of-memory error;
 * ``linger``: a correct kernel whose first call takes ``LINGER_S`` seconds.
+
+Real CUDA faults (``CUDA_FAULTS``, GPU tests only):
+
+* ``cuda_oom``: asks the caching allocator for ``OOM_BYTES`` (more than any GPU has);
+* ``illegal_address``: the real kernel stores ``OOB_ELEMENTS`` past its output, a sticky CUDA
+  error that leaves the process's CUDA context unusable.
 """
 
 from __future__ import annotations
@@ -41,6 +47,8 @@ SLOW_S = 2.0
 HOSTILE = ("spin", "probe", "hog", "gpu_oom", "linger")
 HOG_GIB = 1.5
 LINGER_S = 8.0
+OOM_BYTES = 1 << 44  # 16 TiB
+OOB_ELEMENTS = 1 << 38  # 1 TiB of fp32 past the output
 #: What the probe looks for in other processes' environments.
 SECRET_MARKERS = ("s3cret-marker",)
 
@@ -78,10 +86,10 @@ def probe_secrets() -> str:
 
 
 @triton.jit
-def _add(x_ptr, y_ptr, n, BLOCK: tl.constexpr, DELTA: tl.constexpr):
+def _add(x_ptr, y_ptr, n, BLOCK: tl.constexpr, DELTA: tl.constexpr, OFFSET: tl.constexpr = 0):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) + DELTA, mask=mask)
+    tl.store(y_ptr + OFFSET + offs, tl.load(x_ptr + offs, mask=mask) + DELTA, mask=mask)
 
 
 _calls: dict[int, int] = {}
@@ -124,8 +132,12 @@ def launch(tensors, problem, config):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 GiB")
     elif mode == "linger" and calls == 0:
         time.sleep(LINGER_S)
+    elif mode == "cuda_oom":
+        tensors["_big"] = torch.empty(OOM_BYTES, dtype=torch.uint8, device=tensors["x"].device)
     n = problem["N"]
-    _add[(triton.cdiv(n, block),)](tensors["x"], tensors["y"], n, BLOCK=block, DELTA=delta)
+    offset = OOB_ELEMENTS if mode == "illegal_address" else 0
+    _add[(triton.cdiv(n, block),)](tensors["x"], tensors["y"], n, BLOCK=block, DELTA=delta,
+                                   OFFSET=offset)
 
 
 def reference(tensors, problem):
@@ -165,6 +177,8 @@ PROBE = spec(("probe",), name="probe")
 HOG = spec(("hog",), name="hog")
 GPU_OOM = spec(("gpu_oom", "ok"), name="gpu-oom")
 LINGER = spec(("linger", "ok"), name="linger", max_block=1024)
+# Real CUDA faults beside correct configs: 3 modes x 3 blocks (9 configs).
+CUDA_FAULTS = spec(("ok", "cuda_oom", "illegal_address"), name="cuda-faults")
 # Every one of its 7 configs fails to compile the same way (the repeated-failure stop).
 ALWAYS_BROKEN = spec(("compile_error",), name="always-broken", max_block=1024)
 
