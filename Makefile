@@ -1,6 +1,11 @@
 # Two entry points for a fresh machine: `make demo` and `make test`. Both create .venv once;
 # later runs reuse it (the stamp is refreshed only when pyproject.toml changes).
-PYTHON ?= python3
+# A system interpreter first (3.11 or newer, with venv): sandboxed kernels run as users of their
+# own (README "Security"), who must be able to read the interpreter and its standard library;
+# one in a private home folder (a pyenv under /root, say) would leave kernels running as you.
+PYTHON ?= $(shell for p in /usr/local/bin/python3 /usr/bin/python3 python3; do \
+	$$p -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
+	&& { echo $$p; exit 0; }; done; echo python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed

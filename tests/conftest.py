@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,10 +32,27 @@ def replay_file(name: str) -> Path:
     pytest.skip(f"recorded space {name} not found")
 
 
+def passable(path: Path) -> Path:
+    """``path`` and the folders above it up to /tmp passable (not listable) by other users:
+    sandboxed bench processes run as users of their own (``tuner.core.isolation``) and must
+    reach their tenant folder and the test's kernel files."""
+    for folder in (path, *path.parents):
+        if folder in (Path("/"), Path(tempfile.gettempdir())):
+            break
+        folder.chmod(folder.stat().st_mode | 0o011)
+    return path
+
+
+@pytest.fixture()
+def tmp_path(tmp_path: Path) -> Path:
+    """pytest's ``tmp_path``, passable by the sandbox users (see ``passable``)."""
+    return passable(tmp_path)
+
+
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Shared across the session so the host calibration runs once."""
-    return tmp_path_factory.mktemp("cache")
+    return passable(tmp_path_factory.mktemp("cache"))
 
 
 @pytest.fixture()

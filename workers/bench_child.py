@@ -40,9 +40,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", type=Path, default=None)
     parser.add_argument("--kernel-root", type=Path, action="append", default=[])
     args = parser.parse_args(argv)
+    from tuner.core.isolation import enter_sandbox
     from tuner.core.sandbox import confine
     from tuner.core.sandbox import die_with_starter
 
+    try:  # its own user and no network (where the host allows), before anything else
+        sandbox = enter_sandbox()
+    except OSError as exc:
+        print(json.dumps({"event": "failed", "error": f"cannot enter the sandbox: {exc}"}),
+              flush=True)
+        return 2
     die_with_starter()  # never outlive the worker (or ``tuner tune``) that started us
     confine()  # no capability (when root) and no new privileges before any user code
 
@@ -61,18 +68,21 @@ def main(argv: list[str] | None = None) -> int:
 
             compiler = CompileDevice(args.backend.split(":", 1)[1])
             _send(proto, {"event": "ready", "device": compiler.describe(), "ceilings": {},
-                          "pid": os.getpid()})
+                          "pid": os.getpid(), "sandbox": sandbox})
             return _serve_checks(proto, compiler, tuple(args.kernel_root))
         if args.backend.startswith("standin:"):
             from workers.standin import StandInDevice
 
             standin = StandInDevice(args.backend.split(":", 1)[1], tuple(args.kernel_root))
             _send(proto, {"event": "ready", "device": standin.describe(), "ceilings": {},
-                          "pid": os.getpid()})
+                          "pid": os.getpid(), "sandbox": sandbox})
             return _serve_standin(proto, standin, tuple(args.kernel_root))
+        from workers.calibrate import LAST_CALIBRATION
+
         device = make_device(args.backend, args.cache_dir)
         _send(proto, {"event": "ready", "device": device.describe(),
-                      "ceilings": device.ceilings(), "pid": os.getpid()})
+                      "ceilings": device.ceilings(), "pid": os.getpid(), "sandbox": sandbox,
+                      "calibration": LAST_CALIBRATION})
     except Exception as exc:
         _send(proto, {"event": "failed", "error": f"{type(exc).__name__}: {exc}"})
         return 2

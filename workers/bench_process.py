@@ -10,6 +10,13 @@ stderr. Either way the next request gets a new process, so the worker carries on
 The calling process never imports torch's CUDA state: the child owns the device. The child
 gets an allowlisted environment and dies with the thread that started it
 (``tuner.core.sandbox``): it holds no credential and never outlives its worker.
+
+**A process serves one tenant**: the job its requests belong to (``job-<id>``), or the local
+run it was made for (``tenant=``). A request of another job gets a fresh process, so no job's
+code can tamper with the measuring code another job's results pass through, and a kernel file
+edited between two jobs is imported anew. The process runs in a ``tuner.core.isolation``
+sandbox: its own user and no network where the host allows, its whole process tree killed and
+its memory capped together, the tenant's own Triton cache.
 """
 
 from __future__ import annotations
@@ -29,6 +36,9 @@ from pathlib import Path
 from typing import IO
 from typing import Any
 
+from tuner.core.isolation import SPAWNER
+from tuner.core.isolation import Sandbox
+from tuner.core.isolation import open_sandbox
 from tuner.core.sandbox import sandbox_environment
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import Measurement
@@ -37,6 +47,8 @@ from tuner.core.types import TrialStatus
 
 #: Seconds between two reads of a bench process's resident set.
 MEMORY_POLL_S = 0.05
+#: Every this many reads, the resident set of everything in its sandbox is summed instead.
+TREE_POLL_EVERY = 10
 
 
 def resident_bytes(pid: int) -> int | None:
@@ -70,10 +82,15 @@ class BenchProcess:
     def __init__(self, backend: str, *, cache_dir: Path | None = None,
                  kernel_roots: tuple[Path, ...] = (), startup_timeout_s: float = 300.0,
                  extra_env: dict[str, str] | None = None,
-                 memory_bytes: int | None = None) -> None:
-        """``memory_bytes``: the process is killed once its resident set exceeds this, and its
-        request ends ``out_of_resources`` (``None``: no cap)."""
+                 memory_bytes: int | None = None, tenant: str | None = None) -> None:
+        """``memory_bytes``: the process (with everything it started) is killed once their
+        resident set exceeds this, and its request ends ``out_of_resources`` (``None``: no
+        cap). ``tenant``: the one tenant every request is served for (a local run); default:
+        the job of each request."""
         self.backend = backend
+        self.tenant = tenant
+        self.serving: str | None = None  # the tenant the live process serves
+        self.sandbox: Sandbox | None = None
         self.cache_dir = cache_dir
         self.kernel_roots = kernel_roots
         self.startup_timeout_s = startup_timeout_s
@@ -93,17 +110,14 @@ class BenchProcess:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
 
-    def _env(self) -> dict[str, str]:
+    def _env(self, sandbox: Sandbox) -> dict[str, str]:
         env = sandbox_environment()  # an allowlist: no credential reaches user code
         if self.backend == "interpret":
             env["TRITON_INTERPRET"] = "1"
             # One core per trial: stable timings when several bench processes share a host.
             for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
                 env[var] = "1"
-        if self.cache_dir is not None and "TRITON_CACHE_DIR" not in env:
-            # one Triton cache per host for every bench and compile process: a config compiled
-            # by a static check or the compile pool is a cache hit on the device
-            env["TRITON_CACHE_DIR"] = str(self.cache_dir / "triton")
+        env.update(sandbox.environment())  # its Triton cache: the tenant's, nobody else's
         if self.backend.startswith("cuda:"):
             env["CUDA_VISIBLE_DEVICES"] = self.backend.split(":", 1)[1]
         if self.backend != "interpret":
@@ -111,10 +125,29 @@ class BenchProcess:
         env.update(self.extra_env)
         return env
 
-    def start(self) -> None:
-        """Spawn the process and wait for its ``ready`` event (device calibrated)."""
+    def tenant_of(self, request: BenchmarkRequest) -> str:
+        return self.tenant or f"job-{request.job_id}"
+
+    def serve(self, request: BenchmarkRequest) -> None:
+        """Make sure the live process serves ``request``'s tenant (a fresh one if not)."""
+        tenant = self.tenant_of(request)
+        if self.pid is not None and self.serving != tenant:
+            self.close()
+        if self.pid is None:
+            if self._proc is not None:
+                self.restarts += 1
+            self.start(tenant)
+
+    def start(self, tenant: str | None = None) -> None:
+        """Spawn the process for ``tenant`` (default: the fixed tenant, else none yet) and
+        wait for its ``ready`` event (device calibrated)."""
         if self.pid is not None:
             return
+        tenant = tenant or self.tenant or "unassigned"
+        if self.sandbox is not None:
+            self.sandbox.release()
+        self.sandbox = open_sandbox(tenant, self.cache_dir)
+        self.serving = tenant
         cmd = [sys.executable, "-m", "workers.bench_child", self.backend]
         if self.cache_dir is not None:
             cmd += ["--cache-dir", str(self.cache_dir)]
@@ -123,10 +156,11 @@ class BenchProcess:
         self._events = queue.Queue()
         self._stderr.clear()
         self._over_memory = None
-        self._proc = subprocess.Popen(
+        self._proc = SPAWNER.popen(  # from a thread that lives as long as this process
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, env=self._env(), start_new_session=True,
+            text=True, env=self._env(self.sandbox), start_new_session=True,
         )
+        self.sandbox.root_pid = self._proc.pid
         assert self._proc.stdout is not None and self._proc.stderr is not None
         threading.Thread(target=self._read_events, args=(self._proc.stdout, self._events),
                          daemon=True).start()
@@ -141,11 +175,20 @@ class BenchProcess:
             raise BenchStartError(f"bench process for {self.backend} did not start: {reason}")
         self.device = dict(event.get("device", {}))
         self.ceilings = dict(event.get("ceilings", {}))
+        self.device["sandbox"] = event.get("sandbox")
+        _keep_calibration(self.cache_dir, event.get("calibration"))
 
     def kill(self) -> None:
+        """Kill the process and everything it started (its sandbox), then reap it."""
         proc, self._proc = self._proc, None
+        sandbox, self.sandbox = self.sandbox, None
+        self.serving = None
         if proc is None:
+            if sandbox is not None:
+                sandbox.release()
             return
+        if sandbox is not None:
+            sandbox.release()  # the whole tree: nothing keeps our pipes open after this
         if proc.poll() is None:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -175,10 +218,18 @@ class BenchProcess:
     def _watch_memory(self, proc: subprocess.Popen[str]) -> None:
         """Kill ``proc`` (its whole session) once its resident set exceeds the cap."""
         assert self.memory_bytes is not None
+        sandbox = self.sandbox
+        polls = 0
         while proc.poll() is None:
-            rss = resident_bytes(proc.pid)
+            # the process itself every poll; everything it started every tenth (a /proc scan)
+            polls += 1
+            whole = sandbox is not None and polls % TREE_POLL_EVERY == 0
+            rss = sandbox.resident_bytes() if whole and sandbox is not None \
+                else resident_bytes(proc.pid)
             if rss is not None and rss > self.memory_bytes:
                 self._over_memory = rss
+                if sandbox is not None:
+                    sandbox.kill_all()
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 return
@@ -189,7 +240,8 @@ class BenchProcess:
             return None
         return Measurement.failure(
             TrialStatus.OUT_OF_RESOURCES,
-            f"host memory: the bench process used {self._over_memory / 2**30:.2f} GiB, above "
+            f"host memory: the bench process (and what it started) used "
+            f"{self._over_memory / 2**30:.2f} GiB, above "
             f"its cap of {self.memory_bytes / 2**30:.2f} GiB (--bench-memory); killed", **extra)
 
     # -- I/O ------------------------------------------------------------------------------------
@@ -231,8 +283,7 @@ class BenchProcess:
         ``inspect=False``: compile only, without reading registers and spills."""
         with self._lock:
             target = self.backend.split(":", 1)[-1]
-            if self.pid is None:
-                self.start()
+            self.serve(request)
             assert self._proc is not None and self._proc.stdin is not None
             try:
                 self._proc.stdin.write(json.dumps({"type": "check", "inspect": inspect,
@@ -256,8 +307,7 @@ class BenchProcess:
 
         The deadline is both timeouts per finalist."""
         with self._lock:
-            if self.pid is None:
-                self.start()
+            self.serve(request)
             assert self._proc is not None and self._proc.stdin is not None
             deadline = (request.compile_timeout_s + request.run_timeout_s) * max(
                 1, len(request.finalists or []))
@@ -293,10 +343,7 @@ class BenchProcess:
                 "device_s": held})
 
     def _run(self, request: BenchmarkRequest) -> Measurement:
-        if self.pid is None:
-            if self._proc is not None:
-                self.restarts += 1
-            self.start()
+        self.serve(request)
         assert self._proc is not None and self._proc.stdin is not None
         extra = {"device_kind": self.device.get("device_kind"), "ceilings": self.ceilings or None}
         try:
@@ -334,3 +381,22 @@ class BenchProcess:
                     self.kill()
                     self.restarts += 1
                 return measurement
+
+
+def _keep_calibration(cache_dir: Path | None, calibration: Any) -> None:
+    """Store the ceilings a fresh process measured (before it ran any user code) where the
+    next one finds them: the process itself may not write the shared cache folder."""
+    if cache_dir is None or not isinstance(calibration, dict):
+        return
+    name, data = calibration.get("file"), calibration.get("data")
+    if not isinstance(name, str) or not name.startswith("ceilings-") or "/" in name \
+            or not isinstance(data, dict):
+        return
+    path = cache_dir / name
+    if path.exists():
+        return
+    with contextlib.suppress(OSError):
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data))
+        tmp.replace(path)

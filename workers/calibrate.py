@@ -71,8 +71,14 @@ def measure_ceilings(device: str) -> dict[str, Any]:
             "method": f"copy of {n_copy * 4 >> 20} MiB; torch.mm {size}^3; median"}
 
 
+#: The last ceilings this process read or measured, and the cache file they belong in: a
+#: sandboxed bench process may not write the cache folder, so it reports them to its parent.
+LAST_CALIBRATION: dict[str, Any] = {}
+
+
 def cached_ceilings(device: str, device_name: str, cache_dir: Path | None) -> dict[str, Any]:
-    """``measure_ceilings`` through a JSON cache file keyed by device, host and versions."""
+    """``measure_ceilings`` through a JSON cache file keyed by device, host and versions
+    (``LAST_CALIBRATION`` says which file and what)."""
     key = stable_hash({
         "device": device_name, "host": platform.node(), "torch": torch.__version__,
         "threads": torch.get_num_threads(), "schema": 1,
@@ -86,6 +92,7 @@ def cached_ceilings(device: str, device_name: str, cache_dir: Path | None) -> di
         except (OSError, ValueError):
             pass
     data = measure_ceilings(device)
+    LAST_CALIBRATION.update(file=f"ceilings-{key}.json", data=data)
     data["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     if path is not None:
         try:

@@ -59,13 +59,15 @@ class CompilePool:
     """``size`` compile-only processes for one GPU kind, lent to one caller at a time."""
 
     def __init__(self, kind: str, size: int, *, cache_dir: Path | None = None,
-                 kernel_roots: tuple[Path, ...] = (), memory_bytes: int | None = None) -> None:
+                 kernel_roots: tuple[Path, ...] = (), memory_bytes: int | None = None,
+                 tenant: str | None = None) -> None:
         if size < 1:
             raise ValueError("a compile pool needs at least one process")
         self.kind = kind
         self.size = size
         self._procs = [SubprocessBackend(f"compile:{kind}", cache_dir=cache_dir,
-                                         kernel_roots=kernel_roots, memory_bytes=memory_bytes)
+                                         kernel_roots=kernel_roots, memory_bytes=memory_bytes,
+                                         tenant=tenant)
                        for _ in range(size)]
         self._idle: queue.Queue[SubprocessBackend] = queue.Queue()
         for proc in self._procs:

@@ -28,7 +28,7 @@ def _request(mode: str, trial_id: int = 1, compile_timeout_s: float = 60,
 @pytest.fixture()
 def bench(cache_dir):
     proc = BenchProcess("interpret", cache_dir=cache_dir, kernel_roots=(ROOT,))
-    proc.start()
+    proc.start("job-1")  # the tenant of every request below
     yield proc
     proc.close()
 

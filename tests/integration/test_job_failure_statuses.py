@@ -42,7 +42,7 @@ def test_job_finishes_with_each_failure_recorded(cli_env, tmp_path, kernel, stat
     faulty = [t for t in trials if '"ok"' not in t.config]
     healthy = [t for t in trials if '"ok"' in t.config]
     assert [t.status for t in faulty] == [status] * 3
-    assert all(text in t.error for t in faulty), faulty[0].error
+    assert all(text in t.error for t in faulty), [t.error for t in faulty]
     assert [t.status for t in healthy] == ["ok"] * 3
     assert all(t.fraction is not None and t.fraction > 0 for t in healthy)
 

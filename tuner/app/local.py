@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
+import secrets
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +39,7 @@ from tuner.control.queue import InlineQueue
 from tuner.core.devices import CPU_KIND
 from tuner.core.devices import DEVICES
 from tuner.core.devices import normalise_device_name
+from tuner.core.isolation import remove_tenant
 from tuner.core.settings import Settings
 from tuner.core.types import JobSpec
 from tuner.kernels import KernelSpec
@@ -65,14 +68,16 @@ class TuneOutcome:
     interrupted: bool
 
 
-def start_backends(backend: str, n: int, settings: Settings) -> list[Backend]:
-    """``n`` started backends of one kind (all closed again if one fails to start)."""
+def start_backends(backend: str, n: int, settings: Settings,
+                   tenant: str | None = None) -> list[Backend]:
+    """``n`` started backends of one kind (all closed again if one fails to start);
+    ``tenant``: the local run their processes serve (``workers.bench_process``)."""
     backends: list[Backend] = []
     try:
         for _ in range(n):
             b = make_backend(backend, cache_dir=settings.cache_dir,
                              kernel_roots=settings.kernel_roots,
-                             memory_bytes=settings.bench_memory_bytes)
+                             memory_bytes=settings.bench_memory_bytes, tenant=tenant)
             b.start()
             backends.append(b)
     except BaseException:
@@ -114,11 +119,12 @@ def run_local_job(spec: JobSpec, kernel: KernelSpec, settings: Settings,
         raise JobError("; ".join(pre_errors))
     check_reachable(settings.db_url)
     on_event(WorkersStarting(spec.parallel, spec.backend))
-    backends = start_backends(spec.backend, spec.parallel, settings)
+    tenant = f"run-{os.getpid()}-{secrets.token_hex(4)}"  # this run's processes, no other's
+    backends = start_backends(spec.backend, spec.parallel, settings, tenant)
     devices = backends
     try:
         spec = on_this_machine(spec, backends)
-        devices = pipelined(spec, backends, settings)
+        devices = pipelined(spec, backends, settings, tenant)
         if devices is backends:
             spec = dataclasses.replace(spec, lookahead=0)
         engine = make_engine(settings.db_url)
@@ -154,6 +160,7 @@ def run_local_job(spec: JobSpec, kernel: KernelSpec, settings: Settings,
     finally:
         queue.close()
         mirroring.stop()
+        remove_tenant(settings.cache_dir, tenant)  # the run's cache and scratch: nobody's now
         if interrupted:  # tell what finished, close the problems, record it all
             JobDriver(sessions, settings.db_url, created.job_id, kernel, _NullQueue(),
                       mirror).step()
@@ -168,7 +175,8 @@ def can_pipeline(spec: JobSpec) -> bool:
     return spec.lookahead > 0 and gpu and spec.device_kind in DEVICES
 
 
-def pipelined(spec: JobSpec, backends: list[Backend], settings: Settings) -> list[Backend]:
+def pipelined(spec: JobSpec, backends: list[Backend], settings: Settings,
+              tenant: str | None = None) -> list[Backend]:
     """``backends`` each wrapped with a started pool of ``spec.lookahead - 1`` compile
     processes (at least one; ``workers.pipeline``), or ``backends`` itself when the job does
     not pipeline or its compile processes cannot start (a warning; the device compiles). The
@@ -181,7 +189,8 @@ def pipelined(spec: JobSpec, backends: list[Backend], settings: Settings) -> lis
             pools.append(CompilePool(spec.device_kind, max(1, spec.lookahead - 1),
                                      cache_dir=settings.cache_dir,
                                      kernel_roots=settings.kernel_roots,
-                                     memory_bytes=settings.bench_memory_bytes))
+                                     memory_bytes=settings.bench_memory_bytes,
+                                     tenant=tenant))
             pools[-1].start()
     except BenchStartError as exc:  # the job still runs, compiling on the device
         for pool in pools:

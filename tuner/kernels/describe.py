@@ -62,9 +62,15 @@ def describe(ref: str, roots: tuple[Path, ...], problems: list[dict[str, Any]]) 
 
 
 def main(argv: list[str] | None = None) -> int:
+    from tuner.core.isolation import enter_sandbox
     from tuner.core.sandbox import confine
     from tuner.core.sandbox import die_with_starter
 
+    try:
+        enter_sandbox()
+    except OSError as exc:
+        print(json.dumps({"error": f"cannot enter the sandbox: {exc}"}), flush=True)
+        return 2
     die_with_starter()
     confine()
     parser = argparse.ArgumentParser(prog="tuner.kernels.describe")

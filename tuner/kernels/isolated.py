@@ -13,8 +13,9 @@ too, once per problem. Descriptions are cached per (file, modification time, roo
 
 from __future__ import annotations
 
+import itertools
 import json
-import subprocess
+import os
 import sys
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -25,7 +26,11 @@ from search_spaces import SearchSpace
 from search_spaces.constraints import defer
 from search_spaces.constraints import is_deferred
 from search_spaces.constraints import registered
+from tuner.core.isolation import open_sandbox
+from tuner.core.isolation import remove_tenant
+from tuner.core.isolation import run_sandboxed
 from tuner.core.sandbox import sandbox_environment
+from tuner.core.settings import Settings
 from tuner.kernels.spec import KernelError
 from tuner.kernels.spec import KernelSpec
 
@@ -33,6 +38,7 @@ from tuner.kernels.spec import KernelSpec
 DESCRIBE_TIMEOUT_S = 180.0
 #: Descriptions kept per process (a long-lived scheduler sees many problems).
 MAX_CACHED = 512
+_CALLS = itertools.count()
 _CACHE: dict[tuple[str, float, tuple[str, ...], str], dict[str, Any]] = {}
 
 
@@ -50,12 +56,20 @@ def _describe(ref: str, roots: Sequence[Path], problems: Sequence[Mapping[str, A
     cmd = [sys.executable, "-m", "tuner.kernels.describe", ref, "--problems", problems_json]
     for root in roots:
         cmd += ["--kernel-root", str(root)]
+    settings = Settings.from_env()
+    memory, cache_dir = settings.bench_memory_bytes, settings.cache_dir
+    tenant = f"describe-{os.getpid()}-{next(_CALLS)}"  # every description alone
     try:
-        proc = subprocess.run(cmd, env=sandbox_environment(), capture_output=True, text=True,
-                              timeout=DESCRIBE_TIMEOUT_S, start_new_session=True, check=False)
-    except subprocess.TimeoutExpired:
+        proc = run_sandboxed(cmd, sandbox_environment(), open_sandbox(tenant, cache_dir),
+                             timeout_s=DESCRIBE_TIMEOUT_S, memory_bytes=memory)
+    finally:
+        remove_tenant(cache_dir, tenant)
+    if proc.stopped == "timeout":
         raise KernelError(f"describing {ref} took longer than {DESCRIBE_TIMEOUT_S:g} s "
-                          "(does importing it hang?)") from None
+                          "(does importing it hang?)")
+    if proc.stopped == "memory" and memory is not None:
+        raise KernelError(f"describing {ref} used more than {memory / 2**30:.2f} GiB of host "
+                          "memory (TUNER_BENCH_MEMORY_GB); killed")
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     try:
         data: dict[str, Any] = dict(json.loads(lines[-1]))

@@ -25,7 +25,8 @@ MODEL_PREFIX = "model:"
 
 class ModelBackend:
     def __init__(self, name: str, *, cache_dir: Path | None = None,
-                 kernel_roots: tuple[Path, ...] = (), memory_bytes: int | None = None) -> None:
+                 kernel_roots: tuple[Path, ...] = (), memory_bytes: int | None = None,
+                 tenant: str | None = None) -> None:  # no process: nothing to isolate
         self.name = name
         self.kernel_roots = kernel_roots
         self.kind = name[len(MODEL_PREFIX):]

@@ -14,6 +14,7 @@ the whole name is passed to it:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 from typing import Protocol
 
 from tuner.core.registry import Registry
@@ -25,7 +26,7 @@ from workers.backends.subprocess_backend import SubprocessBackend
 
 class BackendFactory(Protocol):
     def __call__(self, name: str, *, cache_dir: Path | None, kernel_roots: tuple[Path, ...],
-                 memory_bytes: int | None = None) -> Backend: ...
+                 memory_bytes: int | None = None, tenant: str | None = None) -> Backend: ...
 
 
 BACKENDS: Registry[BackendFactory] = Registry("backend", {
@@ -36,9 +37,13 @@ BACKENDS: Registry[BackendFactory] = Registry("backend", {
 
 
 def make_backend(name: str, *, cache_dir: Path | None = None,
-                 kernel_roots: tuple[Path, ...] = (), memory_bytes: int | None = None) -> Backend:
+                 kernel_roots: tuple[Path, ...] = (), memory_bytes: int | None = None,
+                 tenant: str | None = None) -> Backend:
     """The backend ``name`` (``ValueError`` for an unknown scheme or a malformed name);
-    ``memory_bytes``: the host-memory cap of its bench processes, if it has any."""
+    ``memory_bytes``: the host-memory cap of its bench processes, if it has any;
+    ``tenant``: the one tenant its processes serve (default: each request's job)."""
     scheme = name.split(":", 1)[0]
-    extra = {} if memory_bytes is None else {"memory_bytes": memory_bytes}
+    extra: dict[str, Any] = {} if memory_bytes is None else {"memory_bytes": memory_bytes}
+    if tenant is not None:
+        extra["tenant"] = tenant
     return BACKENDS.get(scheme)(name, cache_dir=cache_dir, kernel_roots=kernel_roots, **extra)

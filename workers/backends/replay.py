@@ -33,7 +33,8 @@ _FAILURES = {
 
 class ReplayBackend:
     def __init__(self, name: str, *, cache_dir: Path | None = None,
-                 kernel_roots: tuple[Path, ...] = (), memory_bytes: int | None = None) -> None:
+                 kernel_roots: tuple[Path, ...] = (), memory_bytes: int | None = None,
+                 tenant: str | None = None) -> None:  # no process: nothing to isolate
         self.name = name
         self._rec: Recording | None = None
         self._best_ms: float | None = None

@@ -25,14 +25,15 @@ class SubprocessBackend:
     """A ``BenchProcess`` per backend instance; one instance serves one trial at a time."""
 
     def __init__(self, name: str, *, cache_dir: Path | None = None,
-                 kernel_roots: tuple[Path, ...] = (), memory_bytes: int | None = None) -> None:
+                 kernel_roots: tuple[Path, ...] = (), memory_bytes: int | None = None,
+                 tenant: str | None = None) -> None:
         if not NAMES.fullmatch(name):
             raise ValueError(f"malformed backend {name!r} (interpret, cuda, cuda:N, "
                              "compile:<gpu kind> or standin:<gpu kind>)")
         self.name = name
         self.checks_only = name.startswith("compile:")
         self.process = BenchProcess(name, cache_dir=cache_dir, kernel_roots=kernel_roots,
-                                    memory_bytes=memory_bytes)
+                                    memory_bytes=memory_bytes, tenant=tenant)
 
     def start(self) -> None:
         self.process.start()
