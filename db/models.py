@@ -33,6 +33,8 @@ class Job(Base):
     id: so.Mapped[int] = so.mapped_column(primary_key=True)
     kernel: so.Mapped[str] = so.mapped_column(sa.String(512))
     kernel_source_hash: so.Mapped[str] = so.mapped_column(sa.String(64))
+    #: Whose code it is (``tuner.kernels.identity``): ``builtin``, ``jit:…`` or ``file:…``.
+    kernel_identity: so.Mapped[str | None] = so.mapped_column(sa.String(128))
     space_hash: so.Mapped[str] = so.mapped_column(sa.String(64))
     dtype: so.Mapped[str] = so.mapped_column(sa.String(16))
     device_kind: so.Mapped[str] = so.mapped_column(sa.String(64))
@@ -160,17 +162,21 @@ class StaticCheck(Base):
 
 
 class BestConfig(Base):
-    """The best measured config per (kernel, problem, dtype, device kind), across jobs.
+    """The best measured config per (kernel, identity, problem, dtype, device kind), across
+    jobs. The identity (``tuner.kernels.identity``) keeps a file kernel that calls itself
+    ``matmul`` beside the built-in, never over it.
 
     ``fingerprint`` names everything that can change the answer (kernel source hash, space hash,
     Triton/torch/CUDA versions, GPU), so a lookup can flag an answer as stale.
     """
 
     __tablename__ = "tuner_best_configs"
-    __table_args__ = (sa.UniqueConstraint("kernel", "problem_hash", "dtype", "device_kind"),)
+    __table_args__ = (sa.UniqueConstraint("kernel", "kernel_identity", "problem_hash", "dtype",
+                                          "device_kind", name="uq_best_config_key"),)
 
     id: so.Mapped[int] = so.mapped_column(primary_key=True)
     kernel: so.Mapped[str] = so.mapped_column(sa.String(512))
+    kernel_identity: so.Mapped[str] = so.mapped_column(sa.String(128), server_default="builtin")
     problem: so.Mapped[dict[str, Any]]
     problem_hash: so.Mapped[str] = so.mapped_column(sa.String(64))
     problem_key: so.Mapped[str] = so.mapped_column(sa.String(256))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import hashlib
+import io
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -115,14 +116,27 @@ def _parse(text: str) -> dict[str, Any]:
 _CACHE: dict[str, Recording] = {}
 
 
+#: The largest recording read, packed or not (the shipped ones are a few MiB).
+MAX_RECORDING_BYTES = 256 * 2**20
+
+
 def load_recording(path: str | Path) -> Recording:
     """Load (once per process) and validate a Kernel Tuner cache file, gzip or plain."""
     p = Path(path).expanduser().resolve()
+    if not p.is_file():  # /dev/zero, a FIFO, a folder: never read until memory runs out
+        raise ValueError(f"{p} is not a regular file")
+    if p.stat().st_size > MAX_RECORDING_BYTES:
+        raise ValueError(f"{p} is larger than {MAX_RECORDING_BYTES >> 20} MiB")
     raw = p.read_bytes()
     digest = hashlib.sha256(raw).hexdigest()[:16]
     if digest in _CACHE:
         return _CACHE[digest]
-    text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8")
+    if raw[:2] == b"\x1f\x8b":
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as unzipped:
+            raw = unzipped.read(MAX_RECORDING_BYTES + 1)
+        if len(raw) > MAX_RECORDING_BYTES:
+            raise ValueError(f"{p} unpacks to more than {MAX_RECORDING_BYTES >> 20} MiB")
+    text = raw.decode("utf-8")
     data = _parse(text)
     for field in ("tune_params_keys", "tune_params", "cache"):
         if field not in data:

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.core.launch import triton_form
+from tuner.kernels.identity import jit_identity
 from tuner.lookup import best_config
 
 #: torch dtype names (``str(tensor.dtype)``) → the service's dtype names.
@@ -66,7 +67,7 @@ class TunedKernel:
 
     def __init__(self, autotuner: Any, name: str, key: list[str], dtype: str | None,
                  device_kind: str | None, source: str | None,
-                 record_missing: bool | str | Path) -> None:
+                 record_missing: bool | str | Path, identity: str | None = None) -> None:
         self._autotuner = autotuner
         self.tuner_name = name
         self._key = list(key)
@@ -75,6 +76,7 @@ class TunedKernel:
         self._source = source
         self._record = record_missing
         self._answers: dict[tuple[Any, ...], Any] = {}
+        self._identity = identity
         self._recorded: set[tuple[Any, ...]] = set()
         self._meta = {p for p in autotuner.arg_names}
         hooks = {id(c.pre_hook): c.pre_hook for c in autotuner.configs}
@@ -124,7 +126,7 @@ class TunedKernel:
         problem = dict(zip(self._key, values, strict=True))
         try:
             found = best_config(self.tuner_name, problem, dtype, self._device_kind,
-                                source=self._source)
+                                source=self._source, identity=self._identity)
         except Exception as exc:  # never fail a production launch over a lookup
             warnings.warn(f"tuner: lookup of {self.tuner_name} failed ({exc}); using the "
                           "kernel's own configs", RuntimeWarning, stacklevel=4)
@@ -189,7 +191,13 @@ def autotune(configs: list[Any], key: list[str], *, name: str | None = None,
         base = fn
         while hasattr(base, "fn"):
             base = base.fn
+        identity = None
+        if name is None:  # its own results: by its source, not a name another kernel may share
+            try:
+                identity = jit_identity(fn)
+            except (ValueError, OSError, TypeError):
+                identity = None
         return TunedKernel(inner, name or base.__name__, key, dtype, device_kind, source,
-                           record_missing)
+                           record_missing, identity)
 
     return decorate

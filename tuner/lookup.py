@@ -73,6 +73,10 @@ class TunedConfig(dict[str, Any]):
     #: The stored entry this answer came from (shared by copies: staleness is computed once).
     entry: dict[str, Any] | None
     kernel: str
+    #: The identity of the kernel it was tuned for (``tuner.kernels.identity``).
+    identity: str | None
+    #: Why it belongs to another kernel of the same name (None: it does not).
+    other_kernel: str | None
 
     def copy(self) -> TunedConfig:  # type: ignore[override]
         clone = TunedConfig(self)
@@ -87,13 +91,16 @@ class TunedConfig(dict[str, Any]):
         if "_stale_reasons" not in entry:
             from tuner.staleness import stale_reasons
 
+            printed = entry.get("fingerprint")
             reasons = stale_reasons(self.kernel, entry["device_kind"],
-                                    entry.get("fingerprint") or {})
+                                    printed if isinstance(printed, dict) else {},
+                                    by_source=not str(entry.get("identity")).startswith("jit:"))
             if self.crossed:
                 reasons.insert(0, f"tuned on {entry['device_kind']}, "
                                   f"this process runs on {local_device_kind()}")
             entry["_stale_reasons"] = reasons
-        return list(entry["_stale_reasons"])
+        own = [self.other_kernel] if getattr(self, "other_kernel", None) else []
+        return [*own, *entry["_stale_reasons"]]
 
     @property
     def stale(self) -> bool | None:
@@ -131,7 +138,15 @@ def _read_file(source: str) -> dict[str, Any]:
 
         doc = read_export_document(Path(source))
         _FILES[source] = doc
+        if doc.get("malformed"):
+            warnings.warn(f"tuner: {doc['malformed']} malformed entries of {source} ignored",
+                          RuntimeWarning, stacklevel=5)
     return doc
+
+
+def malformed(source: str) -> int:
+    """How many entries of an export file were left out as malformed (0 for a database)."""
+    return int(_FILES[source].get("malformed", 0)) if source in _FILES else 0
 
 
 def stored_entries(source: str, kernel: str, dtype: str) -> list[dict[str, Any]]:
@@ -166,7 +181,8 @@ def _from_db(source: str, kernel: str, dtype: str) -> list[dict[str, Any]]:
             rows = repo.best_configs_of(session, kernel, dtype)
             return [{"problem": dict(r.problem), "device_kind": r.device_kind,
                      "fraction": r.fraction, "config": dict(r.config),
-                     "fingerprint": dict(r.fingerprint or {})} for r in rows]
+                     "fingerprint": dict(r.fingerprint or {}), "identity": r.kernel_identity}
+                    for r in rows]
     except Exception as exc:
         if is_missing_tables(exc):
             return []  # nothing tuned there yet
@@ -221,10 +237,39 @@ def default_kind(source: str) -> str:
     return local_device_kind()
 
 
+def is_builtin_name(kernel: str) -> bool:
+    """A name only the service's own kernels are stored under."""
+    from tuner.kernels.names import BUILTIN
+
+    return kernel in BUILTIN or kernel.startswith(("matmul+", "recorded:", "replay"))
+
+
+def by_identity(entries: list[dict[str, Any]], kernel: str, identity: str | None,
+                ) -> tuple[list[dict[str, Any]], str | None]:
+    """The entries that may answer for ``kernel`` of ``identity``, and why they are stale
+    when they are another kernel's (``tuner.kernels.identity``): a built-in name serves the
+    built-in only; a kernel that names its identity is served its own entries, else another
+    version's (stale); without one, several kernels under one name are said to be."""
+    builtin = is_builtin_name(kernel)
+    if identity is not None and identity != "builtin":
+        own = [e for e in entries if e.get("identity") == identity]
+        if own or not entries or builtin:  # a file kernel is never served the built-in's
+            return own, None
+        return entries, "kernel source changed: tuned for another version of this kernel"
+    if builtin:
+        return [e for e in entries if e.get("identity") in (None, "builtin")], None
+    kinds = {e.get("identity") for e in entries}
+    if len(kinds) > 1:
+        return entries, (f"{len(kinds)} different kernels are stored as {kernel!r}; pass "
+                         "identity= (tuner.autotune does) to get your own")
+    return entries, None
+
+
 def _tuned(source: str, kernel: str, problem: Mapping[str, int], dtype: str,
-           device_kind: str | None, bucket: str) -> TunedConfig | None:
+           device_kind: str | None, bucket: str, identity: str | None = None,
+           ) -> TunedConfig | None:
     """The tuned tiers' answer; raises when the source cannot be read."""
-    entries = stored_entries(source, kernel, dtype)
+    entries, other_kernel = by_identity(stored_entries(source, kernel, dtype), kernel, identity)
     wanted = device_kind if device_kind is not None else default_kind(source)
     if wanted != ANY_DEVICE:
         entries = [e for e in entries if e["device_kind"] == wanted]
@@ -236,19 +281,20 @@ def _tuned(source: str, kernel: str, problem: Mapping[str, int], dtype: str,
     answer.tier, answer.problem, answer.kernel = tier, dict(entry["problem"]), kernel
     answer.device_kind, answer.fraction = entry["device_kind"], entry["fraction"]
     answer.crossed = wanted == ANY_DEVICE and entry["device_kind"] != local_device_kind()
-    answer.entry = entry
+    answer.entry, answer.identity = entry, entry.get("identity")
+    answer.other_kernel = other_kernel
     return answer
 
 
 def _answer(source: str, kernel: str, problem: Mapping[str, int], dtype: str,
             device_kind: str | None, bucket: str, default: Mapping[str, Any] | None,
-            ) -> TunedConfig | None:
+            identity: str | None = None) -> TunedConfig | None:
     if bucket not in BUCKETS:
         raise ValueError(f"unknown bucket {bucket!r} (choose from {', '.join(BUCKETS)})")
     readable = source not in _FAILED
     if readable:
         try:
-            answer = _tuned(source, kernel, problem, dtype, device_kind, bucket)
+            answer = _tuned(source, kernel, problem, dtype, device_kind, bucket, identity)
             if answer is not None:
                 return answer
             if default is None and _is_file_source(source):
@@ -260,21 +306,24 @@ def _answer(source: str, kernel: str, problem: Mapping[str, int], dtype: str,
     answer = TunedConfig(default)
     answer.tier, answer.problem, answer.device_kind, answer.fraction = "default", None, None, None
     answer.crossed, answer.entry, answer.kernel = False, None, kernel
+    answer.identity, answer.other_kernel = None, None
     return answer
 
 
 def best_config(kernel: str, problem: Mapping[str, int], dtype: str,
                 device_kind: str | None = None, *, source: str | None = None,
                 bucket: str = "pow2", default: Mapping[str, Any] | None = None,
-                ) -> TunedConfig | None:
+                identity: str | None = None) -> TunedConfig | None:
     """The config to use (see the module docstring), or ``None`` when no tier has one.
 
     ``problem`` maps dimension names to sizes (``{"M": 512, "N": 512, "K": 512}``);
-    ``device_kind``: None (this process's device), a kind, or ``"any"``. Never raises for an
-    unreadable source; raises ``ValueError`` for an unknown ``bucket`` (a programming error).
+    ``device_kind``: None (this process's device), a kind, or ``"any"``; ``identity``: the
+    kernel's (``tuner.kernels.identity.jit_identity``), which picks its own entries among
+    same-named kernels (``by_identity``). Never raises for an unreadable source; raises
+    ``ValueError`` for an unknown ``bucket`` (a programming error).
     """
     key = (source, kernel, tuple(sorted(problem.items())), dtype, device_kind, bucket,
-           None if default is None else tuple(sorted(default.items())))
+           None if default is None else tuple(sorted(default.items())), identity)
     try:
         cached = _CACHE[key]
     except KeyError:
@@ -282,7 +331,8 @@ def best_config(kernel: str, problem: Mapping[str, int], dtype: str,
             if not _SOURCE:
                 _SOURCE.append(default_source())
             src = source if source is not None else _SOURCE[0]
-            cached = _answer(src, kernel, problem, dtype, device_kind, bucket, default)
+            cached = _answer(src, kernel, problem, dtype, device_kind, bucket, default,
+                             identity)
             _CACHE[key] = cached
     return None if cached is None else cached.copy()
 

@@ -81,10 +81,11 @@ def _differs(stored: Any, here: Any) -> bool:
     return stored not in (None, "") and here not in (None, "") and str(stored) != str(here)
 
 
-def stale_reasons(kernel: str, device_kind: str | None,
-                  fingerprint: Mapping[str, Any]) -> list[str]:
+def stale_reasons(kernel: str, device_kind: str | None, fingerprint: Mapping[str, Any],
+                  by_source: bool = True) -> list[str]:
     """Why a config of ``kernel`` tuned on ``device_kind`` with ``fingerprint`` may no longer
-    be right in this process (empty: nothing differs)."""
+    be right in this process (empty: nothing differs). ``by_source=False``: the file's hash
+    says nothing (a Triton kernel's identity covers its own source, ``tuner.lookup``)."""
     reasons = []
     for package in ("triton", "torch"):
         stored, here = fingerprint.get(package), _version(package)
@@ -99,7 +100,7 @@ def stale_reasons(kernel: str, device_kind: str | None,
                 reasons.append(f"{label} {fingerprint[key]} → {facts[key]}")
     stored_source = fingerprint.get("kernel_source_hash")
     path = fingerprint.get("kernel_file") or _builtin_file(kernel)
-    if stored_source and path is not None and Path(path).is_file() \
+    if by_source and stored_source and path is not None and Path(path).is_file() \
             and _file_hash(str(path)) != stored_source:
         reasons.append(f"kernel source {Path(path).name} changed")
     if _differs(fingerprint.get("space_hash"), _builtin_space_hash(kernel)):

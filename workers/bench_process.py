@@ -305,8 +305,11 @@ class BenchProcess:
     def confirm(self, request: BenchmarkRequest) -> dict[str, Any]:
         """Re-time the request's finalists interleaved; ``{"timings": …}`` or ``{"error": …}``.
 
-        The deadline is both timeouts per finalist."""
+        Always in a fresh process: nothing an earlier config did to this one (state left
+        behind, patched code) can reach the figures a winner is chosen by. The deadline is
+        both timeouts per finalist."""
         with self._lock:
+            self.close()
             self.serve(request)
             assert self._proc is not None and self._proc.stdin is not None
             deadline = (request.compile_timeout_s + request.run_timeout_s) * max(

@@ -17,7 +17,8 @@ from db.models import Trial
 from db.models import utcnow
 
 
-def offer_best(session: so.Session, *, kernel: str, problem: dict[str, Any],
+def offer_best(session: so.Session, *, kernel: str, kernel_identity: str,
+               problem: dict[str, Any],
                problem_hash: str, problem_key: str, dtype: str, device_kind: str, backend: str,
                config: dict[str, Any], fraction: float, median_ms: float, trial_id: int,
                job_id: int, fingerprint: dict[str, Any], replace_from_job: bool = False) -> bool:
@@ -27,7 +28,8 @@ def offer_best(session: so.Session, *, kernel: str, problem: dict[str, Any],
     re-timing overrides the search's own, noisier, figures). Race-safe: a conditional UPDATE
     first, an INSERT when no row exists, and a retry of the UPDATE if a concurrent INSERT won.
     """
-    key = (BestConfig.kernel == kernel, BestConfig.problem_hash == problem_hash,
+    key = (BestConfig.kernel == kernel, BestConfig.kernel_identity == kernel_identity,
+           BestConfig.problem_hash == problem_hash,
            BestConfig.dtype == dtype, BestConfig.device_kind == device_kind)
     values = dict(backend=backend, config=config, fraction=fraction, median_ms=median_ms,
                   trial_id=trial_id, job_id=job_id, fingerprint=fingerprint,
@@ -43,7 +45,8 @@ def offer_best(session: so.Session, *, kernel: str, problem: dict[str, Any],
             return False
         try:
             with session.begin_nested():
-                session.add(BestConfig(kernel=kernel, problem_hash=problem_hash, dtype=dtype,
+                session.add(BestConfig(kernel=kernel, kernel_identity=kernel_identity,
+                                       problem_hash=problem_hash, dtype=dtype,
                                        device_kind=device_kind, **values))
             return True
         except sa.exc.IntegrityError:

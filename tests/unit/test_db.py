@@ -82,7 +82,8 @@ def test_expired_lease_is_requeued_then_lost_at_the_cap(tmp_path):
 def test_best_config_only_improves_even_under_concurrent_offers(tmp_path):
     engine, sessions = _fresh(tmp_path)
     job_id, trial_id = _job_with_trial(sessions)
-    key = dict(kernel="k", problem={"N": 1}, problem_hash="p", problem_key="N1", dtype="fp32",
+    key = dict(kernel="k", kernel_identity="builtin", problem={"N": 1}, problem_hash="p",
+               problem_key="N1", dtype="fp32",
                device_kind="cpu", backend="interpret", median_ms=1.0, trial_id=trial_id,
                job_id=job_id, fingerprint={})
     results = {}
@@ -114,3 +115,46 @@ def test_cancel_refuses_late_results(tmp_path):
     with sessions.begin() as s:
         assert not repo.claim_trial(s, trial_id, 1, "w", 60)
         assert repo.get_job(s, job_id).status == "cancelled"
+
+
+def test_migration_0005_gives_stored_results_their_kernel_identity(tmp_path):
+    """Rows from before identities: a built-in job's best config is ``builtin``, a file
+    kernel's ``file:<its source hash>``, and the new key lets a same-named kernel in."""
+    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    upgrade(url, "0004")
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        for job_id, ref in ((1, "matmul"), (2, "/k/mine.py:MATMUL")):
+            conn.execute(sa.text(
+                "INSERT INTO tuner_jobs (id, kernel, kernel_source_hash, space_hash, dtype, "
+                "device_kind, backend, sampler, spec, status, created_at) VALUES (:id, "
+                "'matmul', :h, 's', 'fp16', 'cpu', 'interpret', 'auto', :spec, 'completed', "
+                "'2026-01-01')"), {"id": job_id, "h": f"hash{job_id}" * 8,
+                                    "spec": f'{{"kernel": "{ref}"}}'})
+            conn.execute(sa.text(
+                "INSERT INTO tuner_problems (id, job_id, position, problem, problem_key, "
+                "study_name, status, measured, last_improvement, confirm_attempt) VALUES "
+                "(:id, :id, 0, '{}', 'k', :name, 'done', 1, 0, 0)"),
+                {"id": job_id, "name": f"s{job_id}"})
+            conn.execute(sa.text(
+                "INSERT INTO tuner_trials (id, job_id, problem_id, number, config, "
+                "config_hash, status, attempt, told, queued_at) VALUES (:id, :id, :id, 0, "
+                "'{}', 'c', 'ok', 1, 1, '2026-01-01')"), {"id": job_id})
+        conn.execute(sa.text(
+            "INSERT INTO tuner_best_configs (kernel, problem, problem_hash, problem_key, dtype, "
+            "device_kind, backend, config, fraction, median_ms, trial_id, job_id, "
+            "fingerprint, updated_at) VALUES ('matmul', '{}', 'p', 'k', 'fp16', 'cpu', "
+            "'interpret', '{}', 0.5, 1.0, 1, 1, '{}', '2026-01-01')"))
+    assert upgrade(url) == head()
+    with engine.connect() as conn:
+        jobs = conn.execute(sa.text(
+            "SELECT id, kernel_identity FROM tuner_jobs ORDER BY id")).all()
+        best = conn.execute(sa.text("SELECT kernel_identity FROM tuner_best_configs")).all()
+    assert jobs == [(1, "builtin"), (2, "file:" + ("hash2" * 8)[:32])]
+    assert best == [("builtin",)]
+    with session_factory(engine).begin() as s:  # the same name, another identity: a new row
+        assert repo.offer_best(s, kernel="matmul", kernel_identity="file:x", problem={},
+                               problem_hash="p", problem_key="k", dtype="fp16",
+                               device_kind="cpu", backend="interpret", config={}, fraction=0.1,
+                               median_ms=1.0, trial_id=2, job_id=2, fingerprint={})
+    engine.dispose()

@@ -132,3 +132,52 @@ def test_lookup_imports_nothing_heavy(export):
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_same_named_kernels_are_served_by_identity(tmp_path, monkeypatch):
+    """Two kernels called ``softmax_kernel`` (a file edited, or two files) and the built-in
+    name ``matmul`` claimed by a file kernel: each caller gets its own entry."""
+    monkeypatch.setenv("TUNER_DEVICE_KIND", "h100-sxm")
+    clear_cache()
+    problem = {"M": 512, "N": 512, "K": 512}
+    mine, theirs = {**_entry(problem, A, 0.5), "identity": "jit:aaa"}, \
+        {**_entry(problem, B, 0.9), "identity": "jit:bbb"}
+    for e in (mine, theirs):
+        e["kernel"] = "softmax_kernel"
+    forged = {**_entry(problem, C, 0.99), "identity": "file:ccc"}
+    builtin = {**_entry(problem, DEFAULT, 0.4), "identity": "builtin"}
+    path = tmp_path / "best.json"
+    path.write_text(json.dumps({"schema": 1, "exported_at": "", "source": "t",
+                                "configs": [mine, theirs, forged, builtin]}))
+    src = str(path)
+    own = best_config("softmax_kernel", problem, "bf16", source=src, identity="jit:aaa")
+    assert own == A and own.tier == "exact" and not own.stale
+    edited = best_config("softmax_kernel", problem, "bf16", source=src, identity="jit:zzz")
+    assert edited is not None and edited.stale
+    assert edited.stale_reasons[0].startswith("kernel source changed")
+    unnamed = best_config("softmax_kernel", problem, "bf16", source=src)
+    assert unnamed is not None and "2 different kernels" in unnamed.stale_reasons[0]
+    assert best_config("matmul", problem, "bf16", source=src) == DEFAULT  # never the forger's
+    assert best_config("matmul", problem, "bf16", source=src, identity="file:ccc") == C
+    assert best_config("matmul", problem, "bf16", source=src, identity="file:ddd") is None
+
+
+def test_an_export_is_strict_json(tmp_path):
+    from types import SimpleNamespace
+
+    from tuner.export import export_rows
+    from tuner.export import write_export
+
+    def row(fraction: float) -> SimpleNamespace:
+        return SimpleNamespace(kernel="k", kernel_identity="builtin", problem={"N": 1},
+                               problem_key="N1", problem_hash="h", dtype="fp32",
+                               device_kind="cpu", backend="interpret", config={"B": 1},
+                               fraction=fraction, median_ms=1.0, fingerprint={}, trial_id=1,
+                               job_id=1, updated_at=__import__("datetime").datetime(2026, 1, 1))
+
+    document = export_rows([row(0.5), row(float("inf")), row(float("nan"))], "t")
+    assert [e["fraction"] for e in document["configs"]] == [0.5]
+    with pytest.raises(ValueError):
+        write_export({**document, "defaults": {"k": {"B": float("inf")}}}, tmp_path / "x.json")
+    write_export(document, tmp_path / "ok.json")
+    json.loads((tmp_path / "ok.json").read_text(), parse_constant=lambda c: 1 / 0)

@@ -18,11 +18,13 @@ from tuner.cli.common import err
 from tuner.cli.common import friendly
 from tuner.cli.common import settings_for
 from tuner.cli.options import BenchMemoryOpt
+from tuner.core.limits import MAX_ID
 from tuner.core.parsing import UsageError
 
 
 @friendly
-def watch(job: Annotated[int, typer.Argument(help="Job id.")], db: DbOption = None) -> None:
+def watch(job: Annotated[int, typer.Argument(help="Job id.", min=1, max=MAX_ID)],
+          db: DbOption = None) -> None:
     """Follow a job live until it ends."""
     from tuner.app.fleet import watch_job
     from tuner.cli.render import ProgressBars
@@ -33,7 +35,8 @@ def watch(job: Annotated[int, typer.Argument(help="Job id.")], db: DbOption = No
 
 
 @friendly
-def cancel(job: Annotated[int, typer.Argument(help="Job id.")], db: DbOption = None) -> None:
+def cancel(job: Annotated[int, typer.Argument(help="Job id.", min=1, max=MAX_ID)],
+           db: DbOption = None) -> None:
     """Cancel a job: queued trials never run; running ones finish and are kept."""
     from tuner.app.fleet import cancel_job
 

@@ -20,13 +20,16 @@ from tuner.cli.common import console
 from tuner.cli.common import err
 from tuner.cli.common import friendly
 from tuner.cli.common import settings_for
+from tuner.core.limits import MAX_ID
 from tuner.core.parsing import UsageError
 from tuner.core.parsing import parse_shape
 from tuner.core.settings import Settings
 
 
-def _problem_of(kernel: str, shape: str, settings: Settings) -> tuple[str, dict[str, int]]:
-    """The stored kernel name and the validated problem, as ``tuner tune`` checks them.
+def _problem_of(kernel: str, shape: str, settings: Settings,
+                ) -> tuple[str, dict[str, int], str | None]:
+    """The stored kernel name, the validated problem (as ``tuner tune`` checks them) and the
+    kernel's identity (``tuner.kernels.identity``; None for a name tuned elsewhere).
 
     A built-in or ``path.py:NAME`` kernel is described (a file kernel in a sandboxed child) and
     the shape checked against its dimensions and limits; another name (a kernel tuned
@@ -47,12 +50,13 @@ def _problem_of(kernel: str, shape: str, settings: Settings) -> tuple[str, dict[
                    if v > MAX_DIM]
         if errors:
             raise UsageError(f"bad shape {shape!r}: {'; '.join(errors)}") from None
-        return kernel, problem
+        return kernel, problem, None
     problem = parse_shape(shape, spec.dims)
     errors = spec.problem_errors(problem)
     if errors:
         raise UsageError(f"bad shape {shape!r} for {spec.name}: {'; '.join(errors)}")
-    return spec.name, spec.canonical_problem(problem)
+    identity = spec.identity if is_file_ref(kernel) else None
+    return spec.name, spec.canonical_problem(problem), identity
 
 
 def _problem_of_name(ref: str, settings: Settings) -> str:
@@ -97,6 +101,7 @@ def best(
     from tuner.core.local_device import local_device_kind
     from tuner.lookup import best_config
     from tuner.lookup import default_source
+    from tuner.lookup import malformed
     from tuner.lookup import source_error
 
     ref = kernel_opt or kernel
@@ -106,16 +111,19 @@ def best(
         raise UsageError("--shape and --dtype are required, e.g. tuner best matmul "
                          "--shape M=512,N=512,K=512 --dtype fp16")
     settings = settings_for(db)
-    name, problem = _problem_of(ref, shape, settings)
+    name, problem, identity = _problem_of(ref, shape, settings)
     src = source or (settings.db_url if db else default_source())
     if "://" not in src and not Path(src).is_file():
         raise UsageError(f"no such export file: {src}")
     with warnings.catch_warnings():  # an unreadable source is this command's error line
         warnings.simplefilter("ignore", RuntimeWarning)
-        config = best_config(name, problem, dtype, device_kind, source=src)
+        config = best_config(name, problem, dtype, device_kind, source=src, identity=identity)
     if source_error(src):
         shown = safe_url(src) if "://" in src else src
         raise UsageError(f"cannot read tuned configs from {shown}: {source_error(src)}")
+    if malformed(src):
+        err.print(f"warning: {malformed(src)} malformed entries of {src} ignored",
+                  highlight=False)
     where = device_kind or local_device_kind()
     if config is None:
         err.print(f"no tuned config for {name} {shape} {dtype} on {where}"
@@ -153,7 +161,7 @@ def export(
 
 @friendly
 def report(
-    job: Annotated[int, typer.Argument(help="Job id.")],
+    job: Annotated[int, typer.Argument(help="Job id.", min=1, max=MAX_ID)],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write into.")] =
     Path("report"),
     profile: Annotated[Path | None, typer.Option(

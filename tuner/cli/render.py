@@ -100,6 +100,10 @@ def describe_score(t: Trial) -> str:
     median = t.median_ms if t.confirm_ms is None else t.confirm_ms
     fraction = t.fraction if t.confirm_ms is None or not t.roof_ms else t.roof_ms / t.confirm_ms
     confirmed = "" if t.confirm_ms is None else " (re-timed interleaved)"
+    if t.score_basis == "implausible":
+        return (f"IMPLAUSIBLE: {fraction:.4g} of the roofline, above what the device can do: "
+                f"the kernel's FLOP or byte count is wrong; never served (median "
+                f"{median:.4g} ms{confirmed})")
     return (f"roofline fraction {fraction:.4g} ({t.score_basis} roofline, {t.bound}-bound): "
             f"median {median:.4g} ms{confirmed} vs roof {t.roof_ms:.4g} ms{rates}")
 
@@ -115,7 +119,10 @@ def print_summary(summary: JobSummary, db_url: str, console: Console) -> None:
                       f"{p.stop_reason or p.status})", highlight=False)
         t = view.best
         if t is None or t.fraction is None or t.median_ms is None:
-            if view.failure is None:
+            if view.failure is None and p.measured:
+                console.print("  no config could be scored: the kernel's FLOP or byte count is "
+                              "not a finite, non-negative number")
+            elif view.failure is None:
                 console.print("  no config was measured")
             else:
                 text, n, total = view.failure

@@ -20,13 +20,15 @@ from tuner.cli.common import friendly
 from tuner.cli.common import settings_for
 from tuner.cli.render import device_time_lines
 from tuner.cli.render import phase_table
+from tuner.core.limits import MAX_ID
 from tuner.core.parsing import UsageError
 
 
 @friendly
 def status(
-    job: Annotated[int | None, typer.Argument(help="Job id (default: list recent jobs).")] = None,
-    limit: Annotated[int, typer.Option(help="Jobs to list.")] = 20,
+    job: Annotated[int | None, typer.Argument(help="Job id (default: list recent jobs).",
+                                              min=1, max=MAX_ID)] = None,
+    limit: Annotated[int, typer.Option(help="Jobs to list.", min=1, max=10_000)] = 20,
     trials: Annotated[bool, typer.Option(
         "--trials", help="With JOB: also list every trial's phases (queue wait, compile, "
         "cache hit, device wait, check, timing seconds).")] = False,
@@ -128,7 +130,7 @@ def kernels(
 def dashboard(
     host: Annotated[str, typer.Option(
         help="Bind address (keep it local: the dashboard has no auth).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port.")] = 8080,
+    port: Annotated[int, typer.Option(help="Port.", min=1, max=65_535)] = 8080,
     allow_writes: Annotated[bool, typer.Option(
         "--allow-writes", help="Let the dashboard delete studies and edit trials (it has no "
         "authentication; read-only by default).")] = False,

@@ -44,6 +44,7 @@ from search_spaces import Context
 from search_spaces import stable_hash
 from tuner.control.confirm import Confirmation
 from tuner.control.failures import FailureStreak
+from tuner.control.jobs import kernel_identity_of
 from tuner.control.jobs import problem_context
 from tuner.control.queue import BenchQueue
 from tuner.control.queue import QueueUnavailable
@@ -56,6 +57,7 @@ from tuner.core.types import BenchmarkRequest
 from tuner.core.types import JobSpec
 from tuner.core.types import TrialStatus
 from tuner.kernels import KernelSpec
+from tuner.kernels.identity import BUILTIN
 from tuner.optuna.mirror import Mirror
 from tuner.search import Proposer
 from tuner.search import Told
@@ -124,12 +126,19 @@ class JobDriver:
             if job is None:
                 raise LookupError(f"no job {job_id}")
             self.spec = JobSpec.from_json(job.spec)
+            identity = job.kernel_identity or kernel_identity_of(kernel, self.spec.kernel)
             self.job = JobIdentity(job_id, self.spec, kernel.name, job.kernel_source_hash,
-                                   job.space_hash)
+                                   job.space_hash, identity,
+                                   self._valid if identity == BUILTIN else None)
             requests = [self._request(t, session) for t in repo.queued_trials(session, job_id)]
         self.publish(requests)  # resume: whatever was queued may never have been delivered
         self.confirmation = Confirmation(self.job, self.transaction,
                                          lambda rs: self.publish(rs, mark=False))
+
+    def _valid(self, config: Any, problem: Any) -> bool:
+        """The kernel's space accepts ``config`` for ``problem`` on the job's device."""
+        ctx = problem_context(self.kernel, self.spec, self.kernel.canonical_problem(problem))
+        return bool(self.kernel.space.is_valid(dict(config), ctx))
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[so.Session]:

@@ -95,6 +95,7 @@ def create_job(sessions: so.sessionmaker[so.Session], db_url: str, spec: JobSpec
                 return CreatedJob(existing.id, True, names)
         job = repo.add_job(
             session, kernel=kernel.name, kernel_source_hash=kernel.source_hash(),
+            kernel_identity=kernel_identity_of(kernel, spec.kernel),
             space_hash=kernel.space.space_hash(), dtype=spec.dtype,
             device_kind=spec.device_kind, backend=spec.backend, sampler=spec.sampler,
             seed=spec.seed, spec=spec.to_json(), status="pending",
@@ -114,3 +115,16 @@ def create_job(sessions: so.sessionmaker[so.Session], db_url: str, spec: JobSpec
             "space_hash": kernel.space.space_hash(),
         })
     return CreatedJob(job_id, False, names)
+
+
+def kernel_identity_of(kernel: KernelSpec, ref: str) -> str:
+    """The identity a job's results are stored under (``tuner.kernels.identity``): what the
+    registry found, and never ``builtin`` for a file."""
+    from tuner.kernels.identity import BUILTIN
+    from tuner.kernels.identity import file_identity
+    from tuner.kernels.names import is_file_ref
+
+    if is_file_ref(ref):
+        said = kernel.identity
+        return said if said and said != BUILTIN else file_identity(kernel.source_hash())
+    return BUILTIN

@@ -11,6 +11,9 @@ device kind) with the fingerprint of everything that can change the answer; pred
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,24 @@ from tuner.core.types import TrialStatus
 from tuner.core.types import problem_hash
 from tuner.kernels.names import is_file_ref
 
+#: A fraction of the roofline above this is impossible: the kernel's FLOP or byte count is wrong
+#: (or forged). Such a trial is kept, flagged ``implausible``, and never offered.
+MAX_FRACTION = 1.10
+#: Score bases whose trials are never offered as best configs.
+UNOFFERED_BASES = ("predicted", "implausible", "unscored")
+
+
+def _score(m: Measurement) -> Any:
+    """``score(m)``, or None when the kernel's counts make no sense (negative, infinite)."""
+    counts = [c for c in (m.flops, m.min_bytes, m.exps) if c is not None]
+    if any(not math.isfinite(c) or c < 0 for c in counts):
+        return None
+    try:
+        s = score(m)
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return None
+    return s if s is not None and math.isfinite(s.fraction) else None
+
 
 def result_values(m: Measurement) -> dict[str, Any]:
     """Column values of ``tuner_trials`` for a measurement (scored when ``ok``)."""
@@ -39,10 +60,12 @@ def result_values(m: Measurement) -> dict[str, Any]:
         "provenance": {**m.provenance, "ceilings": m.ceilings} if m.ceilings else m.provenance,
         "phases": m.phases or None,
     }
-    s = score(m) if m.status == TrialStatus.OK else None
+    s = _score(m) if m.status == TrialStatus.OK else None
     if s is not None:
+        basis = "implausible" if s.fraction > MAX_FRACTION and s.basis != "predicted" \
+            else s.basis
         values.update(roof_ms=s.roof_ms, fraction=s.fraction,
-                      fraction_measured=s.fraction_measured, score_basis=s.basis, bound=s.bound,
+                      fraction_measured=s.fraction_measured, score_basis=basis, bound=s.bound,
                       tflops=s.tflops, gbps=s.gbps, intensity=s.intensity)
     elif m.status == TrialStatus.OK:
         values.update(fraction=None, score_basis="unscored")
@@ -84,6 +107,11 @@ class JobIdentity:
     kernel_name: str
     source_hash: str
     space_hash: str
+    identity: str = "builtin"
+    #: ``valid(config, problem)``: the kernel's space accepts the config for that problem on
+    #: the job's device (built-ins: checked on every offer, so no served config can fail to
+    #: launch); None: not checked here.
+    valid: Callable[[Mapping[str, Any], Mapping[str, int]], bool] | None = None
 
     def request(self, *, trial_id: int, attempt: int, problem_id: int,
                 problem: dict[str, int], params: dict[str, Any],
@@ -109,10 +137,14 @@ def offer_trial(session: so.Session, job: JobIdentity, problem: Problem, t: Tria
     one, such as a simulated ``standin:`` device's) is never offered.
     ``replace_from_job``: also replace the row this job stored (a confirmation re-timing
     overrides the search's own, noisier figures)."""
-    if job.spec.backend.startswith("model:") or t.score_basis == "predicted":
+    if job.spec.backend.startswith("model:") or t.score_basis in UNOFFERED_BASES:
+        return False
+    if not math.isfinite(fraction) or fraction > MAX_FRACTION or median_ms <= 0:
+        return False  # above its roofline: a wrong FLOP or byte count, never a winner
+    if job.valid is not None and not job.valid(t.config, problem.problem):
         return False
     return repo.offer_best(
-        session, kernel=job.kernel_name, problem=problem.problem,
+        session, kernel=job.kernel_name, kernel_identity=job.identity, problem=problem.problem,
         problem_hash=problem_hash(problem.problem), problem_key=problem.problem_key,
         dtype=job.spec.dtype, device_kind=t.device_kind or job.spec.device_kind,
         backend=job.spec.backend, config=t.config, fraction=fraction, median_ms=median_ms,

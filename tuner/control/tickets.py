@@ -22,6 +22,7 @@ from db.models import Problem
 from db.models import Trial
 from tuner.control.recording import JobIdentity
 from tuner.core.limits import BOUNDS
+from tuner.core.limits import MAX_ID
 from tuner.core.limits import spec_errors
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import JobSpec
@@ -30,7 +31,8 @@ from tuner.core.types import TrialStatus
 MODES = ("bench", "check", "confirm")
 #: Deliveries a ticket gets when its job's own ``max_attempts`` cannot be read.
 DEFAULT_MAX_DELIVERIES = 3
-MAX_ID = 2**63 - 1
+#: The largest attempt a ticket may carry (``--max-attempts`` is at most 20).
+MAX_ATTEMPT = 1_000
 
 
 class PoisonTicket(ValueError):
@@ -57,9 +59,9 @@ class Ticket:
         mode, ref, attempt = data["mode"], data["ref"], data["attempt"]
         if mode not in MODES:
             raise ValueError(f"unknown ticket mode {mode!r}")
-        for value in (ref, attempt):
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ID:
-                raise ValueError(f"ticket ids are positive integers, not {value!r}")
+        for value, top in ((ref, MAX_ID), (attempt, MAX_ATTEMPT)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
+                raise ValueError(f"ticket ids are integers from 1 to {top}, not {value!r}")
         return cls(mode, ref, attempt)
 
 

@@ -61,6 +61,8 @@ BOUNDS = {
 MAX_TEXT = {"kernel": 1_000, "idempotency_key": 200, "static_check": 64, "sampler": 64,
             "backend": 1_000, "dtype": 32, "device_kind": 64}
 MAX_PROBLEMS = 1_000
+#: The largest row id (jobs, trials, problems): the id columns are 32-bit integers.
+MAX_ID = 2**31 - 1
 
 
 def _text_error(option: str, value: str | None, limit: int) -> str | None:

@@ -14,14 +14,25 @@ class UsageError(ValueError):
     """Bad user input (a command-line value or an API argument)."""
 
 
-_INT = re.compile(r"^[+-]?\d+$")
+#: An integer as users type it: ASCII digits only (no ``1_024``, no full-width digits).
+_INT = re.compile(r"^[+-]?[0-9]+$", re.ASCII)
+#: More digits than any bounded value of the service has (2**63 has 19).
+MAX_DIGITS = 19
 
 
 def parse_int(text: str, what: str) -> int:
-    text = text.strip().replace("_", "")
+    text = text.strip()
     if not _INT.match(text):
-        raise UsageError(f"{what} must be an integer, got {text!r}")
+        raise UsageError(f"{what} must be an integer, got {_shown(text)}")
+    if len(text.lstrip("+-")) > MAX_DIGITS:
+        raise UsageError(f"{what} has {len(text.lstrip('+-'))} digits; no value here has "
+                         f"more than {MAX_DIGITS}")
     return int(text)
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    """``text`` quoted for an error line, cut to ``limit`` characters."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f" … ({len(text)} chars)"
 
 
 def parse_shape(text: str, dims: Sequence[str]) -> dict[str, int]:

@@ -124,6 +124,7 @@ def spec_from_module(module: ModuleType, path: Path, attr: str) -> KernelSpec:
 def _build(module: ModuleType, attr: str, launcher: Any, autotuned: Any,
            path: Path) -> KernelSpec:
     from tuner.kernels.byo import autotune_space
+    from tuner.kernels.identity import jit_identity
 
     keys = tuple(str(k) for k in autotuned.keys)
     name = kernel_name(autotuned)
@@ -160,7 +161,7 @@ def _build(module: ModuleType, attr: str, launcher: Any, autotuned: Any,
         space=space, make_inputs=make_inputs, launch=launch, reference=run_reference,
         output=RESULT, outputs=_results, flops=flops, min_bytes=min_bytes,
         tolerance={**DEFAULT_TOLERANCE, **getattr(module, f"{attr}_tolerance", {})},
-        source_path=str(path))
+        source_path=str(path), identity=jit_identity(autotuned))
 
 
 def _check_inputs_signature(attr: str, inputs: Any, keys: tuple[str, ...]) -> None:

@@ -49,7 +49,7 @@ def describe(ref: str, roots: tuple[Path, ...], problems: list[dict[str, Any]]) 
                                 for c in kernel.space.constraints},
             "output": kernel.output, "tolerance": dict(kernel.tolerance),
             "example_problem": dict(kernel.example_problem), "max_dim": kernel.max_dim,
-            "source_hash": kernel.source_hash(),
+            "source_hash": kernel.source_hash(), "identity": kernel.identity,
             "checks_problems": kernel.problem_check is not None
             or kernel.tensor_elements is not None,
             "problem_errors": [kernel.problem_errors(p) or _space_errors(kernel, p)

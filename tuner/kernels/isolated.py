@@ -116,4 +116,14 @@ def isolated_kernel(ref: str, roots: Sequence[Path]) -> KernelSpec:
         flops=_only_in_bench("flops"), min_bytes=_only_in_bench("min_bytes"),
         tolerance=dict(data["tolerance"]), example_problem=dict(data["example_problem"]),
         max_dim=int(data["max_dim"]), problem_check=problem_check if remote_check else None,
-        known_source_hash=str(data["source_hash"]))
+        known_source_hash=str(data["source_hash"]),
+        identity=_file_identity(data.get("identity"), str(data["source_hash"])))
+
+
+def _file_identity(said: Any, source_hash: str) -> str:
+    """The identity a described file kernel reported, unless it claims to be built in."""
+    from tuner.kernels.identity import file_identity
+
+    if isinstance(said, str) and said.startswith("jit:") and len(said) <= 64:
+        return said
+    return file_identity(source_hash)

@@ -14,6 +14,7 @@ from typing import NoReturn
 from search_spaces.recorded import Recording
 from search_spaces.recorded import load_recording
 from search_spaces.recorded import recorded_space
+from tuner.kernels.identity import BUILTIN
 from tuner.kernels.spec import KernelSpec
 
 REPLAY_PREFIX = "replay:"
@@ -47,6 +48,7 @@ def recorded_kernel(path: str | Path) -> KernelSpec:
         tolerance={},
         example_problem=rec.problem(),
         max_dim=max([*rec.problem().values(), 1]),
+        identity=BUILTIN,
     )
 
 

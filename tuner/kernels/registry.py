@@ -7,6 +7,7 @@ code and runs with the privileges of the process that loads it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import importlib.util
@@ -16,6 +17,8 @@ from pathlib import Path
 
 from tuner.kernels.convention import is_autotuned
 from tuner.kernels.convention import spec_from_module
+from tuner.kernels.identity import BUILTIN as BUILTIN_IDENTITY
+from tuner.kernels.identity import file_identity
 from tuner.kernels.names import BUILTIN
 from tuner.kernels.names import FAMILIES
 from tuner.kernels.names import builtin_module
@@ -49,18 +52,30 @@ def load_kernel(ref: str, roots: Sequence[Path] = ()) -> KernelSpec:
                           "(or give path/to/module.py:NAME)")
     if not isinstance(spec, KernelSpec):
         raise KernelError(f"{ref!r} is a {type(spec).__name__}, not a KernelSpec")
+    if not is_file_ref(ref):
+        return dataclasses.replace(spec, identity=BUILTIN_IDENTITY)
+    if spec.identity is None or spec.identity == BUILTIN_IDENTITY:  # a file cannot be built in
+        return dataclasses.replace(spec, identity=file_identity(spec.source_hash()))
     return spec
 
 
 def _check_root(ref: str, roots: Sequence[Path]) -> Path:
     """The file of ``path.py:NAME``; ``KernelError`` unless it exists inside ``roots``."""
-    path = Path(ref.rsplit(":", 1)[0]).expanduser().resolve()
-    if not any(path.is_relative_to(root.resolve()) for root in roots):
+    given = ref.rsplit(":", 1)[0]
+    shown = given if len(given) <= 120 else f"{given[:60]}…{given[-40:]} ({len(given)} chars)"
+    try:
+        path = Path(given).expanduser().resolve()
+        inside = any(path.is_relative_to(root.resolve()) for root in roots)
+        exists = inside and path.is_file()
+    except (OSError, ValueError, RuntimeError) as exc:  # too long, a loop, a NUL byte …
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise KernelError(f"kernel file {shown} cannot be used: {reason}") from None
+    if not inside:
         allowed = ", ".join(str(r) for r in roots) or "(none)"
-        raise KernelError(f"{path} is outside the allowed kernel roots ({allowed}); "
+        raise KernelError(f"{shown} is outside the allowed kernel roots ({allowed}); "
                           "set TUNER_KERNEL_ROOTS to allow it")
-    if not path.is_file():
-        raise KernelError(f"kernel file {path} does not exist")
+    if not exists:
+        raise KernelError(f"kernel file {shown} does not exist")
     return path
 
 

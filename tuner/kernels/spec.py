@@ -94,6 +94,9 @@ class KernelSpec:
     #: for kernels whose launcher allocates and returns several; ``reference`` then returns
     #: one answer per output. Default: ``[tensors[output]]``.
     outputs: Callable[[dict[str, Any]], list[torch.Tensor]] | None = None
+    #: Whose code it is (``tuner.kernels.identity``): ``builtin``, ``jit:…`` or ``file:…``;
+    #: set by the registry (``None`` only on a spec not loaded through it).
+    identity: str | None = None
 
     def problem_errors(self, problem: Mapping[str, Any]) -> list[str]:
         """Why ``problem`` cannot be tuned (empty when it can)."""

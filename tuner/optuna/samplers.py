@@ -72,7 +72,12 @@ class OptunaProposer:
                 distributions=distributions(self.space, t.config),
                 value=t.fraction if complete else None))
 
-    def ask(self) -> Asked:
+    def ask(self) -> Asked | None:
+        """The next config; None once a grid has handed out every point (each one measured or
+        in flight: asking again would only repeat one)."""
+        sampler = self.study.sampler
+        if isinstance(sampler, optuna.samplers.GridSampler) and sampler.is_exhausted(self.study):
+            return None
         trial = self.study.ask()
         return Asked(number=trial.number, config=self.space.suggest(trial))
 
