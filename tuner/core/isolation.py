@@ -469,9 +469,14 @@ class _Spawner:
     """Starts child processes from one long-lived thread. A sandboxed child dies when the
     *thread* that started it ends (``PR_SET_PDEATHSIG`` follows threads), so children started
     from a short-lived worker thread would die with it; started here, they die with this
-    process."""
+    process. A forked child (a Celery pool process) starts afresh: the parent's thread does not
+    survive the fork, and its queue still lists that thread as the waiter to wake."""
 
     def __init__(self) -> None:
+        self._reset()
+        os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
         import queue
         import threading
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import inspect
+import re
 import textwrap
 from typing import Any
 
@@ -28,16 +30,39 @@ BUILTIN = "builtin"
 
 
 def unwrap(kernel: Any) -> Any:
-    """The ``@triton.jit`` function under autotuners and heuristics (``.fn`` chains)."""
+    """The ``@triton.jit`` function under autotuners and heuristics (``.fn`` chains); under
+    the interpreter (``TRITON_INTERPRET=1``), where ``@triton.jit`` gives an
+    ``InterpretedFunction`` without ``src``, the plain Python function beneath it."""
     while not hasattr(kernel, "src") and hasattr(kernel, "fn"):
         kernel = kernel.fn
     return kernel
 
 
-def _called_jit_functions(jit: Any) -> list[tuple[str, Any]]:
+def _source(fn: Any) -> str | None:
+    """The kernel's source from its ``def`` line on (decorators dropped, as Triton's own
+    ``JITFunction.src``), so compiled and interpreted runs give one identity; ``None`` when
+    ``fn`` is neither a Triton function nor a Python function with a source file."""
+    if hasattr(fn, "src"):
+        return textwrap.dedent(str(fn.src)).strip()
+    if not inspect.isfunction(fn):
+        return None
+    try:
+        text = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        return None
+    start = re.search(r"^def\s+\w+\s*\(", text, re.MULTILINE)
+    return (text[start.start():] if start else text).strip()
+
+
+def _is_jit(value: Any) -> bool:
+    """A ``@triton.jit`` function, compiled (``src``) or interpreted (``fn`` + ``run``)."""
+    return hasattr(value, "fn") and (hasattr(value, "src") or hasattr(value, "run"))
+
+
+def _called_jit_functions(jit: Any, source: str) -> list[tuple[str, Any]]:
     """``@triton.jit`` functions the kernel's source names, from its module's globals."""
     try:
-        tree = ast.parse(textwrap.dedent(str(jit.src)))
+        tree = ast.parse(source)
     except SyntaxError:
         return []
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
@@ -46,9 +71,8 @@ def _called_jit_functions(jit: Any) -> list[tuple[str, Any]]:
     found = []
     for name in sorted(names):
         value = scope.get(name)
-        if value is not None and value is not jit and hasattr(value, "src") \
-                and hasattr(value, "fn"):
-            found.append((name, value))
+        if value is not None and value is not jit and _is_jit(value):
+            found.append((name, unwrap(value)))
     return found
 
 
@@ -56,7 +80,7 @@ def jit_identity(kernel: Any) -> str:
     """``jit:<hash>`` of a Triton kernel (see the module docstring); ``ValueError`` for an
     object that is not one."""
     root = unwrap(kernel)
-    if not hasattr(root, "src"):
+    if _source(root) is None:
         raise ValueError(f"{type(kernel).__name__} is not a Triton kernel")
     digest = hashlib.sha256()
     seen: set[int] = set()
@@ -66,9 +90,9 @@ def jit_identity(kernel: Any) -> str:
         if id(fn) in seen:
             continue
         seen.add(id(fn))
-        digest.update(name.encode() + b"\0" + textwrap.dedent(str(fn.src)).strip().encode()
-                      + b"\0")
-        todo.extend(_called_jit_functions(fn))
+        source = _source(fn) or ""
+        digest.update(name.encode() + b"\0" + source.encode() + b"\0")
+        todo.extend(_called_jit_functions(fn, source))
     return f"jit:{digest.hexdigest()[:32]}"
 
 
