@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import sqlalchemy.orm as so
 
 from db import repository as repo
+from db.models import Job
 from search_spaces import Context
 from tuner.control.searches import SEARCHES
 from tuner.core.devices import CPU_KIND
@@ -24,6 +25,7 @@ from tuner.core.types import JobSpec
 from tuner.core.types import problem_key
 from tuner.kernels import KernelSpec
 from tuner.optuna.storage import create_study_record
+from tuner.optuna.storage import storage_for
 
 
 class JobError(ValueError):
@@ -107,14 +109,42 @@ def create_job(sessions: so.sessionmaker[so.Session], db_url: str, spec: JobSpec
                              problem_key=problem_key(problem), study_name=name)
             names.append(name)
         job_id = job.id
-    for problem, name in zip(problems, names, strict=True):
-        create_study_record(db_url, name, {
-            "job_id": job_id, "kernel": kernel.name, "problem": problem_key(problem),
-            "dtype": spec.dtype, "device_kind": spec.device_kind, "backend": spec.backend,
-            "objective": "roofline fraction (datasheet; measured ceilings on the CPU)",
-            "space_hash": kernel.space.space_hash(),
-        })
+        attrs = [study_attrs(job, problem) for problem in problems]
+    for name, attr in zip(names, attrs, strict=True):
+        create_study_record(db_url, name, attr)
     return CreatedJob(job_id, False, names)
+
+
+def study_attrs(job: Job, problem: dict[str, int]) -> dict[str, object]:
+    """What a problem's Optuna study says about itself (shown by optuna-dashboard)."""
+    return {
+        "job_id": job.id, "kernel": job.kernel, "problem": problem_key(problem),
+        "dtype": job.dtype, "device_kind": job.device_kind, "backend": job.backend,
+        "objective": "roofline fraction (datasheet; measured ceilings on the CPU)",
+        "space_hash": job.space_hash,
+    }
+
+
+def ensure_studies(sessions: so.sessionmaker[so.Session], db_url: str, job_id: int) -> int:
+    """Create the Optuna studies of ``job_id`` that do not exist; returns how many. The job
+    and its problems are committed before their studies are created (Optuna writes through
+    its own storage), so a submit killed in between leaves a job without them: the scheduler
+    that takes the job calls this first. Idempotent, and safe beside a submit creating them."""
+    storage = storage_for(db_url)
+    with sessions() as session:
+        job = repo.get_job(session, job_id)
+        if job is None:
+            return 0
+        wanted = [(p.study_name, study_attrs(job, dict(p.problem)))
+                  for p in repo.problems_of(session, job_id)]
+    created = 0
+    for name, attrs in wanted:
+        try:
+            storage.get_study_id_from_name(name)
+        except KeyError:
+            create_study_record(db_url, name, attrs)
+            created += 1
+    return created
 
 
 def kernel_identity_of(kernel: KernelSpec, ref: str) -> str:

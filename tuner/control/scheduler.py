@@ -9,16 +9,23 @@ driver. A scheduler that dies simply stops renewing its leases;
 another (or the same, restarted) takes the jobs over after ``scheduler_lease_s`` and resumes
 them from the database. A scheduler that *re-takes* a job (its lease had lapsed, so another may
 have driven it in between) drops its in-memory driver and rebuilds it from the database too.
-Database outages are waited out, never fatal.
+Database outages are waited out, never fatal, and no job can end a scheduler: a kernel
+description (a sandboxed subprocess, up to its timeout) runs in a thread beside the tick, so a
+kernel whose import hangs holds back only its own job; a job whose Optuna studies are missing
+(its submit was killed after committing it) has them created before it is driven; anything
+else a job raises fails that job, with the error, and the others go on.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import ThreadPoolExecutor
 
 import sqlalchemy.orm as so
 
@@ -26,6 +33,7 @@ from db import repository as repo
 from db.retry import is_transient
 from tuner.control.driver import JobDriver
 from tuner.control.driver import LeaseLost
+from tuner.control.jobs import ensure_studies
 from tuner.control.queue import BenchQueue
 from tuner.core.settings import Settings
 from tuner.core.types import JobSpec
@@ -37,6 +45,9 @@ from tuner.optuna.mirror import MirrorThread
 
 log = logging.getLogger(__name__)
 
+#: Kernel descriptions that may run at once (each a sandboxed subprocess).
+DESCRIBE_THREADS = 4
+
 
 def scheduler_name() -> str:
     return f"scheduler.{os.getpid()}@{socket.gethostname()}"
@@ -45,28 +56,53 @@ def scheduler_name() -> str:
 class Scheduler:
     def __init__(self, sessions: so.sessionmaker[so.Session], settings: Settings,
                  queue: BenchQueue, name: str | None = None, poll_s: float = 0.5,
-                 kernel_loader: Callable[[JobSpec], KernelSpec] | None = None) -> None:
+                 kernel_loader: Callable[[JobSpec], KernelSpec] | None = None,
+                 load_wait_s: float = 1.0) -> None:
+        """``load_wait_s``: how long a tick waits for a job's kernel description before it
+        moves on to the other jobs (the description goes on in its thread)."""
         self.sessions = sessions
         self.settings = settings
         self.queue = queue
         self.name = name or scheduler_name()
         self.poll_s = poll_s
         self.drivers: dict[int, JobDriver] = {}
+        self.load_wait_s = load_wait_s
+        self._loading: dict[int, Future[KernelSpec]] = {}
+        self._describers = ThreadPoolExecutor(DESCRIBE_THREADS, thread_name_prefix="describe")
         self.mirror = Mirror(sessions, settings.db_url, settings.artifact_dir)
         self._load = kernel_loader or (
             lambda spec: resolve_kernel(spec.kernel, spec.backend, settings.kernel_roots,
                                         isolated=True))
 
+    def _prepare(self, job_id: int, spec: JobSpec) -> KernelSpec:
+        """In a describe thread: the job's studies (created if missing) and its kernel."""
+        created = ensure_studies(self.sessions, self.settings.db_url, job_id)
+        if created:
+            log.warning("job %s had %d missing Optuna studies (its submit was interrupted); "
+                        "created them", job_id, created)
+        return self._load(spec)
+
     def _driver(self, job_id: int) -> JobDriver | None:
+        """The job's driver; None while its kernel is still being described (or when the
+        job cannot be driven: it is then failed with the reason)."""
         driver = self.drivers.get(job_id)
         if driver is not None:
             return driver
-        with self.sessions() as session:
-            job = repo.get_job(session, job_id)
-            assert job is not None
-            spec = JobSpec.from_json(job.spec)
+        future = self._loading.get(job_id)
+        if future is None:
+            with self.sessions() as session:
+                job = repo.get_job(session, job_id)
+                assert job is not None
+                spec = JobSpec.from_json(job.spec)
+            future = self._describers.submit(self._prepare, job_id, spec)
+            self._loading[job_id] = future
+            with contextlib.suppress(TimeoutError):
+                future.exception(timeout=self.load_wait_s)
+        if not future.done():
+            return None
+        del self._loading[job_id]
         try:
-            kernel = self._load(spec)
+            kernel = future.result()
         except KernelError as exc:
             log.error("job %s cannot be driven here: %s", job_id, exc)
             with self.sessions.begin() as session:
@@ -80,6 +116,15 @@ class Scheduler:
         log.info("%s drives job %s", self.name, job_id)
         return driver
 
+    def _fail(self, job_id: int, exc: Exception) -> None:
+        """A job that raised what no retry cures: failed with the error; the others go on."""
+        log.exception("job %s failed in %s", job_id, self.name)
+        self.drivers.pop(job_id, None)
+        error = f"scheduler error: {type(exc).__name__}: {str(exc)[:500]}"
+        with self.sessions.begin() as session:
+            repo.set_job_status(session, job_id, "failed", error=error)
+            repo.release_job(session, job_id, self.name)
+
     def tick(self) -> int:
         """One round over every drivable job; returns how many this scheduler drives."""
         with self.sessions() as session:
@@ -87,6 +132,9 @@ class Scheduler:
         for job_id in list(self.drivers):
             if job_id not in job_ids:
                 del self.drivers[job_id]
+        for job_id in list(self._loading):
+            if job_id not in job_ids:
+                del self._loading[job_id]
         driven = 0
         for job_id in job_ids:
             with self.sessions.begin() as session:
@@ -95,15 +143,21 @@ class Scheduler:
             if leased != "renewed":  # not ours, or someone else may have driven it meanwhile
                 self.drivers.pop(job_id, None)
             if leased is None:
-                continue
-            driver = self._driver(job_id)
-            if driver is None:
+                self._loading.pop(job_id, None)
                 continue
             try:
+                driver = self._driver(job_id)
+                if driver is None:
+                    continue
                 active = driver.step()
             except LeaseLost as exc:
                 log.warning("%s; %s stops driving it", exc, self.name)
-                del self.drivers[job_id]
+                self.drivers.pop(job_id, None)
+                continue
+            except Exception as exc:
+                if is_transient(exc):
+                    raise
+                self._fail(job_id, exc)
                 continue
             if active:
                 driven += 1
@@ -128,6 +182,7 @@ class Scheduler:
                 log.warning("database unavailable (%s); retrying",
                             str(exc).splitlines()[0][:200])
                 self.drivers.clear()  # rebuilt from the database when it is back
+                self._loading.clear()
                 stop.wait(1.0)
                 continue
             if driven:
@@ -135,5 +190,6 @@ class Scheduler:
             else:
                 stop.wait(self.poll_s)
         mirroring.stop()
+        self._describers.shutdown(wait=False, cancel_futures=True)
         self.queue.close()
 
