@@ -25,6 +25,7 @@ from tuner.app.progress import Event
 from tuner.app.progress import describe
 from tuner.app.progress import ignore
 from tuner.app.views import job_summary
+from tuner.core.sandbox import protect_process
 from tuner.core.settings import Settings
 from tuner.core.types import DEFAULT_TRANSFER
 
@@ -58,7 +59,12 @@ def tune(kernel: str, shapes: Sequence[str] | str, *, dtype: str | None = None,
     (``"M=512,N=512,K=512"`` or a list of them); blocking. ``compile_procs``: processes per
     GPU compiling the next configs while one is timed (``tuner tune --compile-procs``;
     ``None``: from the cores, 0: serial). ``verbose`` prints the new bests to stderr as they
-    come."""
+    come.
+
+    The calling process holds the database URL, so, like every ``tuner`` command, it is made
+    non-dumpable for the rest of its life (``tuner.core.sandbox.protect_process``): a kernel
+    running as its user cannot read its environment or memory through ``/proc``."""
+    protect_process()
     settings = Settings.from_env().with_db(db)
     shape_list = [shapes] if isinstance(shapes, str) else list(shapes)
     options = JobOptions(kernel, shape_list, dtype, backend, device_kind, trials, time_limit,

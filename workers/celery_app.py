@@ -8,6 +8,10 @@
 * Results go to the database, never to a Celery result backend.
 * One queue per GPU kind (``bench.h100-sxm``) and a ``cpu`` queue for work that needs no GPU
   (the interpreter, replays).
+* No message can stop a worker: the Redis transport drops what is not a message
+  (``workers.broker``), and remote control is off unless ``TUNER_REMOTE_CONTROL=1``, so a
+  ``shutdown`` or ``rate_limit`` broadcast by anyone who can write to the broker reaches
+  nobody (task events stay on for Flower; ``tuner workers`` reads the database).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from celery import Celery
 from tuner.core.limits import BOUNDS
 from tuner.core.settings import Settings
 from tuner.core.types import BenchmarkRequest
+from workers.broker import TRANSPORT
 
 BENCH_TASK = "tuner.bench"
 CPU_QUEUE = "cpu"
@@ -41,6 +46,7 @@ app = Celery("tuner", include=["workers.tasks"])
 def celery_config(settings: Settings) -> dict[str, Any]:
     return {
         "broker_url": settings.broker_url,
+        "broker_transport": TRANSPORT,
         "broker_connection_retry_on_startup": True,
         "broker_connection_max_retries": None,
         "broker_transport_options": {"visibility_timeout": VISIBILITY_TIMEOUT_S},
@@ -65,6 +71,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
                                       "interval_step": 0.5, "interval_max": 1.0},
         # Flower (the compose file's monitor) follows tasks through their events.
         "worker_send_task_events": True,
+        "worker_enable_remote_control": settings.remote_control,
         "task_send_sent_event": True,
         "worker_hijack_root_logger": False,
     }

@@ -20,6 +20,7 @@ from typing import Any
 
 import sqlalchemy as sa
 import sqlalchemy.orm as so
+from celery.signals import worker_shutting_down
 from sqlalchemy.pool import NullPool
 
 from db import repository as repo
@@ -116,10 +117,40 @@ class Heartbeat:
         self.engine.dispose()
 
 
+#: Exit status of a worker whose Celery loop ended without anyone asking it to stop.
+UNEXPECTED_STOP = 3
+
+
+def exit_status(celery_code: int | None, shutdown_asked: bool) -> int:
+    """The worker process's exit status: Celery's own when it failed; ``UNEXPECTED_STOP`` when
+    it ended cleanly but no signal asked it to (a supervisor must see a failure and restart
+    it); 0 for an orderly stop that was asked for."""
+    if celery_code:
+        return int(celery_code)
+    return 0 if shutdown_asked else UNEXPECTED_STOP
+
+
+def run_celery(app: Any, argv: list[str]) -> int | None:
+    """``app.worker_main(argv)``, which drops the exit status: Celery's command line run the
+    way ``Celery.start`` runs it, returning the status."""
+    from celery.bin.celery import celery as command
+    from click.exceptions import Exit
+
+    command.params[0].default = app
+    try:
+        code = command.main(args=argv, standalone_mode=False)
+        return code if isinstance(code, int) else None
+    except Exit as exc:
+        return int(exc.exit_code)
+    finally:
+        command.params[0].default = None
+
+
 def run_worker(settings: Settings, device: str, name: str | None = None,
                queue: str | None = None, loglevel: str = "INFO",
-               compile_procs: int = 0) -> None:
-    """Probe, register, heartbeat and consume until Celery shuts down (blocking).
+               compile_procs: int = 0) -> int:
+    """Probe, register, heartbeat and consume until Celery shuts down (blocking); returns the
+    exit status (``exit_status``).
 
     ``compile_procs`` > 0 on a GPU: a pipelined worker (``workers.pipeline``): Celery's thread
     pool runs ``2 + compile_procs`` tasks at once (one on the device, one compiled and
@@ -153,8 +184,14 @@ def run_worker(settings: Settings, device: str, name: str | None = None,
     heartbeat = Heartbeat(settings.db_url, node, settings.heartbeat_s)
     heartbeat.start()
     app = configure(settings)
+    asked: list[int] = []
+
+    def on_shutdown(sig: Any = None, **_: Any) -> None:
+        asked.append(1)
+
+    worker_shutting_down.connect(on_shutdown, weak=False)
     try:
-        app.worker_main([
+        code = run_celery(app, [
             "worker", "--queues", ",".join(queues), "--hostname", node,
             "--concurrency", str(2 + compile_procs if pipelined else 1),
             "--pool", "threads" if pipelined else "prefork", "--prefetch-multiplier", "1",
@@ -163,3 +200,8 @@ def run_worker(settings: Settings, device: str, name: str | None = None,
         ])
     finally:
         heartbeat.stop()
+    status = exit_status(code, bool(asked))
+    if status == UNEXPECTED_STOP:
+        log.error("worker %s: Celery stopped without being asked to; exiting with status %d "
+                  "so that a supervisor restarts it", node, status)
+    return status

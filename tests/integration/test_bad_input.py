@@ -35,6 +35,8 @@ def _one_error(proc, text: str) -> None:  # type: ignore[no-untyped-def]
      "not a regular file"),
     (["status", "9" * 30], "less than or equal to 2147483647"),
     (["cancel", "99999999999"], "less than or equal to 2147483647"),
+    (["status", "--db", "postgresql://tuner:s3cret@127.0.0.1:9/tuner"],
+     "--db carries a password"),
 ])
 def test_bad_input_is_one_line(cli_env, args, text):
     _one_error(run_cli(args, cli_env, timeout=120), text)
@@ -78,3 +80,19 @@ def test_the_grid_stops_once_every_point_was_handed_out(cli_env):
     assert len(rows) == 6 and all(n == 1 for _, n in rows), rows  # each config measured once
     (repeats,) = db_rows(db, "SELECT count(*) FROM tuner_trials WHERE duplicate_of IS NOT NULL")
     assert repeats[0] <= 2, repeats
+
+
+def test_a_database_url_is_read_from_the_file_tuner_db_url_file_names(cli_env, tmp_path):
+    """A password never needs a command line or an environment variable: the URL sits in a
+    file (a Docker secret, a mode-600 file)."""
+    db = tmp_path / "from-file.db"
+    url_file = tmp_path / "db-url"
+    url_file.write_text(f"sqlite:///{db}\n")
+    env = {**cli_env, "TUNER_DB_URL_FILE": str(url_file)}
+    proc = run_cli(["tune", "matmul", "--shape", "M=64,N=64,K=64", "--dtype", "fp32",
+                    "--trials", "1", "--backend", "model:h100-sxm", "--confirm-top", "0"], env,
+                   timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert db_rows(f"sqlite:///{db}", "SELECT count(*) FROM tuner_jobs")[0][0] == 1
+    _one_error(run_cli(["status"], {**cli_env, "TUNER_DB_URL_FILE": str(tmp_path / "nope")}),
+               "TUNER_DB_URL_FILE: cannot read")

@@ -225,3 +225,24 @@ def test_sql_injection_shaped_names_are_stored_verbatim(cli_env, tmp_path):
     best = run_cli(["best", INJECTION, "--shape", "N=100", "--dtype", "fp32",
                     "--device-kind", "cpu"], env)
     assert best.returncode == 0 and "BLOCK" in best.stdout, best.stdout + best.stderr
+
+
+def test_a_python_caller_of_tuner_tune_leaks_nothing_to_the_kernel(cli_env):
+    """``tuner.tune()`` protects its caller as the CLI protects itself. Same-user mode
+    (``TUNER_SANDBOX=off``), where the kernel runs as the caller's own user: without the
+    protection a non-root caller's environment is readable to the probe (as root, the bench
+    process's dropped capabilities hide it anyway, so the caller's own state is checked too)."""
+    env = {**cli_env, "TUNER_BROKER_URL": MARKER_URL, "TUNER_SANDBOX": "off",
+           "PYTHONPATH": str(ROOT)}
+    kernel = f"{FAULT_KERNEL}:PROBE"
+    code = (f"import tuner; tuner.tune({kernel!r}, 'N=100', trials=1, backend='interpret', "
+            "confirm_top=0)\n"
+            "from tuner.core.sandbox import is_protected; assert is_protected(), 'unprotected'")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    db = f"sqlite:///{Path(cli_env['TUNER_DATA_DIR']) / 'tuner.db'}"
+    ((status, error),) = db_rows(db, "SELECT status, error FROM tuner_trials")
+    assert status == "crashed" and "probe:" in error
+    assert _leaked(error) == [] and "own=[]" in error, error
+    assert int(re.search(r"ancestors=(\d+)", error).group(1)) >= 1  # type: ignore[union-attr]

@@ -195,10 +195,11 @@ def compile_procs_for(device: str, option: int | None) -> int:
 
 
 def run_worker(settings: Settings, device: str, name: str | None, queue: str | None,
-               compile_procs: int = 0) -> None:
+               compile_procs: int = 0) -> int:
     """Probe the device, register and consume the device kind's queue (blocking); with
-    ``compile_procs`` > 0 the worker compiles ahead (``workers.pipeline``)."""
+    ``compile_procs`` > 0 the worker compiles ahead (``workers.pipeline``). Returns the exit
+    status: non-zero when the worker failed or stopped without being asked to."""
     from workers.service import run_worker as serve
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    serve(settings, device, name, queue, compile_procs=compile_procs)
+    return serve(settings, device, name, queue, compile_procs=compile_procs)

@@ -46,7 +46,9 @@ KernelFilter = Annotated[str | None, typer.Option(
     "--kernel", "-k", help="Only this kernel (a name or path/to/module.py:NAME).",
     show_default=False)]
 DbOption = Annotated[str | None, typer.Option(
-    "--db", help="Database URL (default: $TUNER_DB_URL or the SQLite file in the data dir).")]
+    "--db", help="Database URL without a password (default: $TUNER_DB_URL, the file named by "
+    "$TUNER_DB_URL_FILE, or the SQLite file in the data dir). A URL with a password goes in "
+    "one of those: every user of the host can read a command line.")]
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
@@ -109,4 +111,8 @@ def settings_for(db: str | None) -> Settings:
         shown = settings.db_url.rsplit("@", 1)[-1]  # never a password
         raise DatabaseError(f"malformed database URL in {where}: {shown!r} (expected "
                             "sqlite:///path.db or postgresql://user:pass@host/db)") from None
+    if db is not None and make_url(normalise_url(db)).password:
+        raise UsageError("--db carries a password, which every user of this host can read on "
+                         "the command line (ps): set TUNER_DB_URL, or TUNER_DB_URL_FILE to a "
+                         "file holding the URL, instead")
     return settings

@@ -117,7 +117,9 @@ def worker(
     settings = bench_settings(db, bench_memory)
     err.print(f"worker on {device}: probing the device…"
               + (f" (compile processes: {procs})" if procs else ""))
-    run_worker(settings, device, name, queue, compile_procs=procs)
+    status = run_worker(settings, device, name, queue, compile_procs=procs)
+    if status:
+        raise typer.Exit(status)
 
 
 def register(app: typer.Typer) -> None:

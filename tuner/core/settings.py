@@ -23,6 +23,11 @@ Variables:
 * ``TUNER_REPUBLISH_S``: a queued trial unclaimed this long is published again, in case the
   broker lost its message (default 300; a broker that restarted is noticed within seconds and
   its queued trials are published again at once);
+* ``TUNER_DB_URL_FILE`` / ``TUNER_BROKER_URL_FILE``: a file holding the URL (first line),
+  used when the variable itself is unset: a password kept in a file (a Docker secret, a
+  mode-600 file) is in no process's environment and on no command line;
+* ``TUNER_REMOTE_CONTROL``: ``1`` turns Celery's remote control on for the workers (off by
+  default: anyone who can write to the broker could otherwise stop or throttle them);
 * ``TUNER_BENCH_MEMORY_GB``: host memory (resident set, GiB) one bench process may use before
   it is killed and its trial recorded ``out_of_resources`` (default half of the host's RAM).
 """
@@ -50,6 +55,29 @@ def data_dir_of(env: Mapping[str, str] | None = None) -> Path:
     if env.get("TUNER_DATA_DIR"):
         return Path(env["TUNER_DATA_DIR"])
     return _xdg("XDG_DATA_HOME", ".local/share", env)
+
+
+#: Longest URL file read (bytes): a URL, not a data file.
+MAX_URL_FILE_BYTES = 4096
+
+
+def url_setting(env: Mapping[str, str], name: str) -> str | None:
+    """``env[name]``, else the first line of the file ``env[name + "_FILE"]``, else None;
+    ``ValueError`` (naming the variable, never the URL) for an unreadable or empty file."""
+    if env.get(name):
+        return env[name]
+    path = env.get(f"{name}_FILE")
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(MAX_URL_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ValueError(f"{name}_FILE: cannot read {path}: {exc.strerror}") from None
+    lines = text.decode("utf-8", "replace").strip().splitlines()
+    if len(text) > MAX_URL_FILE_BYTES or not lines:
+        raise ValueError(f"{name}_FILE: {path} must hold one URL on its first line")
+    return lines[0].strip()
 
 
 def _positive(env: Mapping[str, str], name: str, default: float) -> float:
@@ -96,6 +124,8 @@ class Settings:
     artifact_dir: Path | None = None
     #: Host-memory cap of one bench process in bytes (``None``: no cap).
     bench_memory_bytes: int | None = None
+    #: Celery remote control on the workers (``TUNER_REMOTE_CONTROL``; off by default).
+    remote_control: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -103,14 +133,14 @@ class Settings:
         data_dir = data_dir_of(env)
         cache_dir = Path(env["TUNER_CACHE_DIR"]) if env.get("TUNER_CACHE_DIR") else _xdg(
             "XDG_CACHE_HOME", ".cache", env)
-        db_url = env.get("TUNER_DB_URL") or f"sqlite:///{data_dir / 'tuner.db'}"
+        db_url = url_setting(env, "TUNER_DB_URL") or f"sqlite:///{data_dir / 'tuner.db'}"
         roots_env = env.get("TUNER_KERNEL_ROOTS")
         roots = tuple(Path(p).resolve() for p in roots_env.split(":") if p) if roots_env else (
             Path.cwd().resolve(),)
         return cls(
             db_url=db_url,
             cache_dir=cache_dir,
-            broker_url=env.get("TUNER_BROKER_URL") or "redis://127.0.0.1:6379/0",
+            broker_url=url_setting(env, "TUNER_BROKER_URL") or "redis://127.0.0.1:6379/0",
             kernel_roots=roots,
             heartbeat_s=_positive(env, "TUNER_HEARTBEAT_S", 10.0),
             scheduler_lease_s=_positive(env, "TUNER_SCHEDULER_LEASE_S", 30.0),
@@ -119,6 +149,7 @@ class Settings:
             else data_dir / "artifacts",
             bench_memory_bytes=gib_bytes(_positive(env, "TUNER_BENCH_MEMORY_GB", 0.0))
             if env.get("TUNER_BENCH_MEMORY_GB") else default_bench_memory(),
+            remote_control=env.get("TUNER_REMOTE_CONTROL", "").lower() in ("1", "true", "yes"),
         )
 
     def with_bench_memory(self, gib: float | None) -> Settings:

@@ -1,0 +1,44 @@
+"""The Redis transport of the fleet: kombu's, except that no message can stop a worker.
+
+Anyone who can write to the broker can push anything onto a queue. kombu's Redis channel
+decodes what ``BRPOP`` returns inside its event loop, so one list element that is not a kombu
+message (raw bytes, JSON of another shape) raised out of the loop and ended the worker. This
+channel drops such an element with a warning and goes on; connection errors still propagate
+(the consumer reconnects), and messages that decode are handled exactly as kombu does (a
+pickled one is then refused by Celery's ``accept_content``).
+
+``TRANSPORT`` is what ``workers.celery_app`` sets as Celery's ``broker_transport``; the URL's
+scheme (``redis`` or ``rediss``) still decides the TLS settings.
+"""
+
+from __future__ import annotations
+
+import logging
+from queue import Empty
+from typing import Any
+
+from kombu.transport import redis as kombu_redis
+
+log = logging.getLogger(__name__)
+
+TRANSPORT = "workers.broker:Transport"
+
+
+class Channel(kombu_redis.Channel):
+    """kombu's Redis channel; a popped element that is not a deliverable message is dropped."""
+
+    def _brpop_read(self, **options: Any) -> bool:
+        try:
+            return bool(super()._brpop_read(**options))  # type: ignore[no-untyped-call]
+        except Empty:
+            raise
+        except self.connection_errors:
+            raise
+        except Exception as exc:  # the element is already off its list: nothing to restore
+            log.warning("dropping a malformed broker message: %s: %s", type(exc).__name__,
+                        str(exc)[:200])
+            return True
+
+
+class Transport(kombu_redis.Transport):  # type: ignore[misc]
+    Channel = Channel
