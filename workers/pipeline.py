@@ -4,19 +4,21 @@ A serial worker compiles a config inside its bench process on the first call, so
 for every compile. A ``PipelinedBackend`` wraps the device's backend (``cuda:N``, or the
 simulated ``standin:<kind>``) with a ``CompilePool`` of ``compile:<kind>`` processes: while
 config *i* holds the device, the threads that carry configs *i+1 … i+k* compile them for the
-device's target (Triton's compile-only driver) into the host's Triton cache, which every bench
-and compile process shares (``TRITON_CACHE_DIR`` = ``<cache dir>/triton``); the device's first
-call then loads the binary instead of compiling it. A config that fails to compile
+device's target (Triton's compile-only driver) into the Triton cache of the job they serve,
+which its bench and compile processes share and no other job can write (``TRITON_CACHE_DIR`` =
+``<cache dir>/sandbox/<tenant>/triton``, ``tuner.core.isolation``); the device's first call
+then loads the binary instead of compiling it. A config that fails to compile
 (``compile_error``, ``out_of_resources``, ``timeout``) never reaches the device. When the
 compile-only process itself cannot compile a kernel (``crashed``: e.g. it needs a real device
 to launch) or cannot start, the device compiles it as a serial worker would, and ``phases``
 says so (``compile_fallback``).
 
 Static checks (``mode="check"``) of the same worker go through the same pool and the same
-Triton cache: a config is compiled once per (kernel source, config, target, Triton version),
-the key of Triton's cache. Callers run ``run`` from ``2 + size`` threads (one on the device,
-one compiled and waiting, the rest compiling; ``tuner.app.local``, or a Celery worker with a
-thread pool); the device takes one request at a time, whichever finished compiling first.
+Triton cache: within a job, a config is compiled once per (kernel source, config, target,
+Triton version), the key of Triton's cache. Callers run ``run`` from ``2 + size`` threads
+(one on the device, one compiled and waiting, the rest compiling; ``tuner.app.local``, or a
+Celery worker with a thread pool); the device takes one request at a time, whichever
+finished compiling first.
 
 Every measurement's ``phases`` gain ``pipelined``, ``compile_s`` and ``cache_hit`` (of the
 pool's compile), ``compile_queue_s`` (waiting for a free compile process),

@@ -29,6 +29,7 @@ from db.retry import retry_db
 from db.session import engine_kwargs
 from db.session import make_engine
 from db.session import normalise_url
+from tuner.core.isolation import sandbox_mode
 from tuner.core.settings import Settings
 from workers.backends.registry import make_backend
 from workers.celery_app import CPU_QUEUE
@@ -175,6 +176,7 @@ def run_worker(settings: Settings, device: str, name: str | None = None,
     finally:
         engine.dispose()
     log.info("worker %s: %s (%s) on queue %s", node, info.name, info.kind, queues[0])
+    log.info("worker %s: %s", node, sandbox_mode())
     os.environ[ENV_DEVICE] = device
     os.environ[ENV_NAME] = node
     pipelined = compile_procs > 0 and device != "cpu"

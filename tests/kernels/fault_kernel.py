@@ -44,6 +44,7 @@ from tuner.kernels.spec import KernelSpec
 MODES = ("ok", "compile_error", "out_of_resources", "wrong_result", "exit", "signal",
          "hang_compile", "hang_run", "slow")
 SLOW_S = 2.0
+BRIEF_S = 0.25
 HOSTILE = ("spin", "probe", "hog", "gpu_oom", "linger")
 HOG_GIB = 1.5
 LINGER_S = 8.0
@@ -120,6 +121,8 @@ def launch(tensors, problem, config):
         time.sleep(3600)
     elif mode == "slow" and calls == 0:
         time.sleep(SLOW_S)
+    elif mode == "brief" and calls == 0:
+        time.sleep(BRIEF_S)
     elif mode == "spin":
         while True:
             pass
@@ -176,6 +179,8 @@ SPIN = spec(("spin",), name="spin")
 PROBE = spec(("probe",), name="probe")
 HOG = spec(("hog",), name="hog")
 GPU_OOM = spec(("gpu_oom", "ok"), name="gpu-oom")
+# Load: 2 x 7 configs, half of them a quarter of a second longer (trials overlap the faults).
+LOAD = spec(("brief", "ok"), name="load", max_block=1024)
 LINGER = spec(("linger", "ok"), name="linger", max_block=1024)
 # Real CUDA faults beside correct configs: 3 modes x 3 blocks (9 configs).
 CUDA_FAULTS = spec(("ok", "cuda_oom", "illegal_address"), name="cuda-faults")

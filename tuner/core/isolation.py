@@ -117,6 +117,14 @@ class SandboxPolicy:
         return self.gids[0] + digest % self.gids[1]
 
 
+def sandbox_mode(policy: SandboxPolicy | None = None) -> str:
+    """One line for logs: how kernel code runs on this host, and why not isolated."""
+    policy = policy or SandboxPolicy.from_env()
+    if policy.isolate:
+        return "kernel code runs as sandbox users of its own, with no network"
+    return f"kernel code runs as this user (same-user mode: {policy.why_not})"
+
+
 def service_paths() -> list[Path]:
     """What a sandboxed Python must read: the interpreter, its standard library and the
     folders this process imports from."""
