@@ -12,6 +12,7 @@ It runs on the embedded default (no Redis), stores every trial in the same datab
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -54,18 +55,21 @@ def tune(kernel: str, shapes: Sequence[str] | str, *, dtype: str | None = None,
          patience: int | None = None, confirm_top: int = 3,
          transfer: int = DEFAULT_TRANSFER, db: str | None = None,
          compile_timeout: float = 120, run_timeout: float = 60,
-         compile_procs: int | None = None, verbose: bool = False) -> TuneResult:
+         compile_procs: int | None = None, devices: Sequence[int] = (),
+         verbose: bool = False) -> TuneResult:
     """Tune ``kernel`` (a built-in name or ``path/to/module.py:NAME``) on ``shapes``
     (``"M=512,N=512,K=512"`` or a list of them); blocking. ``compile_procs``: processes per
     GPU compiling the next configs while one is timed (``tuner tune --compile-procs``;
-    ``None``: from the cores, 0: serial). ``verbose`` prints the new bests to stderr as they
-    come.
+    ``None``: from the cores, 0: serial). ``devices``: the GPUs ``backend="cuda"`` times on,
+    one bench process each (default: ``cuda:0 … cuda:parallel-1``; ``tuner.core.gpus``).
+    ``verbose`` prints the new bests to stderr as they come.
 
     The calling process holds the database URL, so, like every ``tuner`` command, it is made
     non-dumpable for the rest of its life (``tuner.core.sandbox.protect_process``): a kernel
     running as its user cannot read its environment or memory through ``/proc``."""
     protect_process()
-    settings = Settings.from_env().with_db(db)
+    settings = dataclasses.replace(Settings.from_env().with_db(db), gpus=tuple(devices))
+    parallel = len(devices) if devices and parallel == 1 else parallel
     shape_list = [shapes] if isinstance(shapes, str) else list(shapes)
     options = JobOptions(kernel, shape_list, dtype, backend, device_kind, trials, time_limit,
                          target, patience, sampler, seed, parallel, compile_timeout,

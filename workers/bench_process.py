@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import IO
 from typing import Any
 
+from tuner.core.gpus import physical_gpu
 from tuner.core.isolation import SPAWNER
 from tuner.core.isolation import Sandbox
 from tuner.core.isolation import open_sandbox
@@ -118,8 +119,8 @@ class BenchProcess:
             for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
                 env[var] = "1"
         env.update(sandbox.environment())  # its Triton cache: the tenant's, nobody else's
-        if self.backend.startswith("cuda:"):
-            env["CUDA_VISIBLE_DEVICES"] = self.backend.split(":", 1)[1]
+        if self.backend.startswith("cuda:"):  # logical index → the GPU the parent calls so
+            env["CUDA_VISIBLE_DEVICES"] = physical_gpu(int(self.backend.split(":", 1)[1]))
         if self.backend != "interpret":
             env.pop("TRITON_INTERPRET", None)
         env.update(self.extra_env)

@@ -35,6 +35,10 @@ def _one_error(proc, text: str) -> None:  # type: ignore[no-untyped-def]
      "not a regular file"),
     (["status", "9" * 30], "less than or equal to 2147483647"),
     (["cancel", "99999999999"], "less than or equal to 2147483647"),
+    (["tune", "matmul", "--shape", "M=64,N=64,K=64", "--backend", "cuda:0", "--parallel", "2"],
+     "would put 2 timers on it"),
+    (["tune", "matmul", "--shape", "M=64,N=64,K=64", "--backend", "cuda", "--devices", "0,0"],
+     "names a GPU twice"),
     (["status", "--db", "postgresql://tuner:s3cret@127.0.0.1:9/tuner"],
      "--db carries a password"),
 ])
@@ -80,6 +84,15 @@ def test_the_grid_stops_once_every_point_was_handed_out(cli_env):
     assert len(rows) == 6 and all(n == 1 for _, n in rows), rows  # each config measured once
     (repeats,) = db_rows(db, "SELECT count(*) FROM tuner_trials WHERE duplicate_of IS NOT NULL")
     assert repeats[0] <= 2, repeats
+
+
+def test_parallel_gpu_timers_beyond_the_hosts_gpus_are_refused(cli_env):
+    """A fake two-GPU host (``CUDA_VISIBLE_DEVICES``): three timers would share a GPU."""
+    env = {**cli_env, "CUDA_VISIBLE_DEVICES": "0,1"}
+    proc = run_cli(["tune", "matmul", "--shape", "M=64,N=64,K=64", "--dtype", "fp16",
+                    "--backend", "cuda", "--parallel", "3"], env, timeout=120)
+    _one_error(proc, "--parallel 3 needs 3 GPUs (one timer per GPU); this host shows 2")
+    assert "starting" not in proc.stdout + proc.stderr  # refused before anything started
 
 
 def test_a_database_url_is_read_from_the_file_tuner_db_url_file_names(cli_env, tmp_path):

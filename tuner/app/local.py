@@ -39,6 +39,7 @@ from tuner.control.queue import InlineQueue
 from tuner.core.devices import CPU_KIND
 from tuner.core.devices import DEVICES
 from tuner.core.devices import normalise_device_name
+from tuner.core.gpus import bench_backends
 from tuner.core.isolation import remove_tenant
 from tuner.core.settings import Settings
 from tuner.core.types import JobSpec
@@ -70,12 +71,14 @@ class TuneOutcome:
 
 def start_backends(backend: str, n: int, settings: Settings,
                    tenant: str | None = None) -> list[Backend]:
-    """``n`` started backends of one kind (all closed again if one fails to start);
+    """``n`` started backends of one kind, one GPU each on ``cuda`` (``tuner.core.gpus``;
+    ``UsageError`` when they would share one), all closed again if one fails to start;
     ``tenant``: the local run their processes serve (``workers.bench_process``)."""
     backends: list[Backend] = []
+    names = bench_backends(backend, n, settings.gpus)
     try:
-        for _ in range(n):
-            b = make_backend(backend, cache_dir=settings.cache_dir,
+        for name in names:
+            b = make_backend(name, cache_dir=settings.cache_dir,
                              kernel_roots=settings.kernel_roots,
                              memory_bytes=settings.bench_memory_bytes, tenant=tenant)
             b.start()
@@ -118,6 +121,7 @@ def run_local_job(spec: JobSpec, kernel: KernelSpec, settings: Settings,
     if pre_errors:
         raise JobError("; ".join(pre_errors))
     check_reachable(settings.db_url)
+    bench_backends(spec.backend, spec.parallel, settings.gpus)  # refused before anything starts
     on_event(WorkersStarting(spec.parallel, spec.backend))
     tenant = f"run-{os.getpid()}-{secrets.token_hex(4)}"  # this run's processes, no other's
     backends = start_backends(spec.backend, spec.parallel, settings, tenant)

@@ -41,7 +41,11 @@ SamplerOpt = Annotated[str, typer.Option(
     help="auto (model-guided, constraint-aware, never repeats: the default), or Optuna's tpe, "
          "random, grid or gp (GPSampler).")]
 SeedOpt = Annotated[int | None, typer.Option(help="Sampler and input seed.")]
-ParallelOpt = Annotated[int, typer.Option(help="Trials in flight at once.")]
+ParallelOpt = Annotated[int, typer.Option(
+    help="Trials in flight at once: local bench processes (on --backend cuda, one per GPU).")]
+DevicesOpt = Annotated[str | None, typer.Option(
+    "--devices", help="GPUs to time on with --backend cuda, one bench process each, e.g. "
+    "0,2,5 (default: cuda:0 … cuda:N-1 for --parallel N).", show_default=False)]
 CompileTimeoutOpt = Annotated[float, typer.Option(help="Seconds for compile + first call.")]
 RunTimeoutOpt = Annotated[float, typer.Option(help="Seconds for check + timing.")]
 BenchMemoryOpt = Annotated[float | None, typer.Option(

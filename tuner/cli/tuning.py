@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated
 
@@ -21,6 +22,7 @@ from tuner.cli.options import CompileProcsOpt
 from tuner.cli.options import CompileTimeoutOpt
 from tuner.cli.options import ConfirmTopOpt
 from tuner.cli.options import DeviceKindOpt
+from tuner.cli.options import DevicesOpt
 from tuner.cli.options import DtypeOpt
 from tuner.cli.options import KernelArg
 from tuner.cli.options import KernelOpt
@@ -40,6 +42,7 @@ from tuner.cli.options import TransferOpt
 from tuner.cli.options import TrialsOpt
 from tuner.cli.options import WarmupOpt
 from tuner.cli.options import pick_kernel
+from tuner.core.gpus import parse_devices
 from tuner.core.parsing import UsageError
 from tuner.core.settings import Settings
 from tuner.core.types import DEFAULT_TRANSFER
@@ -62,6 +65,7 @@ def tune(
     confirm_top: ConfirmTopOpt = 3, transfer: TransferOpt = DEFAULT_TRANSFER,
     compile_procs: CompileProcsOpt = None,
     bench_memory: BenchMemoryOpt = None, missing: MissingOpt = None, db: DbOption = None,
+    devices: DevicesOpt = None,
 ) -> None:
     """Tune KERNEL on this machine (blocking, no Redis): --parallel local bench processes.
     Exit status 1 when a problem has no successful trial."""
@@ -69,6 +73,9 @@ def tune(
     from tuner.app.missing import missing_groups
 
     settings = bench_settings(db, bench_memory)
+    if devices is not None:
+        settings = dataclasses.replace(settings, gpus=parse_devices(devices))
+        parallel = len(settings.gpus) if parallel == 1 else parallel
     if missing is not None:
         if kernel or kernel_option or shape or dtype:
             raise UsageError("--missing names the kernels, shapes and dtypes itself; drop "

@@ -126,6 +126,8 @@ class Settings:
     bench_memory_bytes: int | None = None
     #: Celery remote control on the workers (``TUNER_REMOTE_CONTROL``; off by default).
     remote_control: bool = False
+    #: GPUs local bench processes time on (``tuner tune --devices``; ``tuner.core.gpus``).
+    gpus: tuple[int, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
