@@ -49,6 +49,8 @@ def classify(exc: BaseException) -> TrialStatus:
     from triton.runtime.errors import InterpreterError
     from triton.runtime.errors import OutOfResources
 
+    if isinstance(exc, ConfigRejected):  # the kernel's own pruning, on every backend
+        return TrialStatus.INVALID
     if isinstance(exc, OutOfResources | torch.OutOfMemoryError):
         return TrialStatus.OUT_OF_RESOURCES
     if isinstance(exc, CompilationError | InterpreterError):

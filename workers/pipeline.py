@@ -47,7 +47,8 @@ from workers.backends.subprocess_backend import SubprocessBackend
 from workers.bench_process import BenchStartError
 
 #: Compile statuses after which a config must not reach the device.
-NOT_LAUNCHABLE = ("compile_error", "out_of_resources", "timeout")
+#: Static results that end a trial before the device: it could not launch (or may not).
+NOT_LAUNCHABLE = ("compile_error", "out_of_resources", "timeout", "invalid")
 
 
 def default_compile_procs(gpus: int = 1, cores: int | None = None) -> int:

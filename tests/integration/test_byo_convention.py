@@ -118,3 +118,21 @@ def test_a_failing_count_fails_the_trial_not_the_bench(cli_env):
     assert proc.returncode == 1, out
     assert "failed with crashed: ZeroDivisionError: division by zero" in out
     assert "Traceback" not in proc.stderr
+
+
+def test_on_a_stand_in_it_ends_promptly_and_pruned_configs_are_invalid(cli_env):
+    """A bring-your-own kernel has no analytic model: its confirmation on ``standin:`` fails,
+    is recorded, and the job ends (well within the 660 s confirmation deadline it once waited
+    out); a config its ``early_config_prune`` rejects is ``invalid`` as on every backend."""
+    proc = run_cli(["tune", MULTI, "--shape", "n=4096", "--backend", "standin:h100-sxm",
+                    "--trials", "4", "--seed", "0"], cli_env, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "confirmation failed on the worker" in out, out
+    assert f"tuner tune {MULTI} --shape n=4096 --dtype fp32 --backend cuda" in " ".join(
+        out.split()), out  # the next step names the file kernel and the shape it ran
+    engine = sa.create_engine(f"sqlite:///{cli_env['TUNER_DATA_DIR']}/tuner.db")
+    with engine.connect() as conn:
+        statuses = {r[0] for r in conn.execute(sa.text("SELECT status FROM tuner_trials"))}
+    engine.dispose()
+    assert "invalid" in statuses and "crashed" not in statuses, statuses

@@ -25,8 +25,10 @@ class WorkersStarting:
 
 @dataclass(frozen=True)
 class ProblemProgress:
-    """One problem's state: ``measured`` of its ``trials`` budget, its best roofline fraction
-    so far (``None``: no config passed yet), and whether its search is over."""
+    """One problem's state: ``measured`` (distinct configs) of its ``trials`` budget, its best
+    roofline fraction so far (``None``: no config passed yet), whether its search is over, and
+    ``note``: what it waits for once its trials are in (the finalists' re-timing), or why it
+    stopped short of its budget."""
 
     problem_id: int
     problem_key: str
@@ -34,6 +36,7 @@ class ProblemProgress:
     trials: int
     best_fraction: float | None
     done: bool
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,8 @@ class JobProgress:
         with self.sessions() as session:
             for p in repo.problems_of(session, self.job_id):
                 events.append(ProblemProgress(p.id, p.problem_key, p.measured, self.trials,
-                                              p.best_fraction, p.status == "done"))
+                                              p.best_fraction, p.status == "done",
+                                              _note(p, self.trials)))
                 if p.best_trial_id is not None and self._bests.get(p.id) != p.best_trial_id:
                     self._bests[p.id] = p.best_trial_id
                     t = repo.get_trial(session, p.best_trial_id)
@@ -128,3 +132,11 @@ class JobProgress:
                         events.append(NewBest(p.problem_key, t.number, p.best_fraction,
                                               float(ms or 0.0), dict(t.config), confirmed))
         return events
+
+
+def _note(problem: Any, trials: int) -> str:
+    if problem.status != "done" and problem.confirm_status == "pending":
+        return "re-timing the finalists"
+    if problem.status == "done" and problem.measured < trials and problem.stop_reason:
+        return str(problem.stop_reason).split(";")[0]  # the reason, not the confirmation
+    return ""

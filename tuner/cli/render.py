@@ -70,7 +70,8 @@ class ProgressBars:
             self.progress.update(
                 self.tasks[event.problem_id], completed=event.measured,
                 total=max(event.measured, 1) if event.done else event.trials, best=best,
-                description=event.problem_key + (" ✓" if event.done else ""))
+                description=event.problem_key + (" ✓" if event.done else "")
+                + (f" ({event.note})" if event.note else ""))
         elif isinstance(event, NewBest):
             label = "confirmed best" if event.confirmed else "new best"
             best = f"{event.fraction:.4g}" if event.fraction is not None else "–"
@@ -136,14 +137,18 @@ def print_summary(summary: JobSummary, db_url: str, console: Console) -> None:
     if summary.device_time is not None and summary.device_time.workers:
         console.print(device_time_lines(summary.device_time)[0], highlight=False)
     console.print(f"database: {safe_url(db_url)}")
+    ref = str((job.spec or {}).get("kernel") or job.kernel)  # a file kernel: its path:NAME
+    shapes = [",".join(f"{k}={v}" for k, v in view.problem.problem.items())
+              for view in summary.problems]
+    shape = shapes[0] if len(shapes) == 1 else "…"
     if job.backend.startswith(("model:", "standin:")):
         console.print(f"next: tuner status {job.id} · tuner dashboard · these are predictions, "
                       "never served as tuned configs: measure them on a GPU with tuner tune "
-                      f"{job.kernel} --shape … --dtype {job.dtype} --backend cuda",
+                      f"{ref} --shape {shape} --dtype {job.dtype} --backend cuda",
                       highlight=False)
         return
     console.print(f"next: tuner status {job.id} · tuner dashboard · tuner best "
-                  f"{job.kernel} --shape … --dtype {job.dtype}", highlight=False)
+                  f"{ref} --shape {shape} --dtype {job.dtype}", highlight=False)
 
 
 def _s(value: float | None) -> str:
