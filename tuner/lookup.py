@@ -165,8 +165,19 @@ def stored_entries(source: str, kernel: str, dtype: str) -> list[dict[str, Any]]
     return found
 
 
-def _from_db(source: str, kernel: str, dtype: str) -> list[dict[str, Any]]:
+def stored_keys(source: str) -> set[tuple[str, str, str]]:
+    """Every (kernel, dtype, device kind) ``source`` holds a tuned config for (``tuner best``
+    tells an unknown kernel from an untuned problem with it). Raises when it cannot be read."""
+    if _is_file_source(source):
+        return {(e["kernel"], e["dtype"], e["device_kind"]) for e in _read_file(source)["configs"]}
     from db.repository import best as repo
+
+    return set(_query_db(source, repo.stored_keys, set()))
+
+
+def _query_db(source: str, query: Callable[[Any], Any], empty: Any) -> Any:
+    """``query(session)`` on the database ``source`` (``empty`` when it has no tables yet);
+    never creates a database file by reading."""
     from db.session import is_missing_tables
     from db.session import make_engine
     from db.session import session_factory
@@ -174,21 +185,29 @@ def _from_db(source: str, kernel: str, dtype: str) -> list[dict[str, Any]]:
 
     path = sqlite_path(source)
     if path is not None and not path.is_file():
-        raise FileNotFoundError(f"no database at {path}")  # never create one by reading
+        raise FileNotFoundError(f"no database at {path}")
     engine = make_engine(source, create_parent=False, connect_timeout_s=CONNECT_TIMEOUT_S)
     try:
         with session_factory(engine)() as session:
-            rows = repo.best_configs_of(session, kernel, dtype)
-            return [{"problem": dict(r.problem), "device_kind": r.device_kind,
-                     "fraction": r.fraction, "config": dict(r.config),
-                     "fingerprint": dict(r.fingerprint or {}), "identity": r.kernel_identity}
-                    for r in rows]
+            return query(session)
     except Exception as exc:
         if is_missing_tables(exc):
-            return []  # nothing tuned there yet
+            return empty  # nothing tuned there yet
         raise
     finally:
         engine.dispose()
+
+
+def _from_db(source: str, kernel: str, dtype: str) -> list[dict[str, Any]]:
+    from db.repository import best as repo
+
+    def entries(session: Any) -> list[dict[str, Any]]:
+        return [{"problem": dict(r.problem), "device_kind": r.device_kind,
+                 "fraction": r.fraction, "config": dict(r.config),
+                 "fingerprint": dict(r.fingerprint or {}), "identity": r.kernel_identity}
+                for r in repo.best_configs_of(session, kernel, dtype)]
+
+    return list(_query_db(source, entries, []))
 
 
 def _warn_once(source: str, exc: BaseException) -> None:

@@ -65,15 +65,11 @@ def _file_hash(path: str) -> str | None:
 
 @cache
 def _builtin_space_hash(kernel: str) -> str | None:
-    from tuner.kernels.names import builtin_module
+    from tuner.kernels.names import builtin_space_hash
 
-    if builtin_module(kernel) is None:
-        return None
     try:
-        from tuner.kernels.registry import load_kernel
-
-        return load_kernel(kernel).space.space_hash()
-    except Exception:  # an unimportable kernel cannot say; the source hash still can
+        return builtin_space_hash(kernel)
+    except Exception:  # a space that cannot be built cannot say; the source hash still can
         return None
 
 
@@ -103,7 +99,8 @@ def stale_reasons(kernel: str, device_kind: str | None, fingerprint: Mapping[str
     if by_source and stored_source and path is not None and Path(path).is_file() \
             and _file_hash(str(path)) != stored_source:
         reasons.append(f"kernel source {Path(path).name} changed")
-    if _differs(fingerprint.get("space_hash"), _builtin_space_hash(kernel)):
+    if fingerprint.get("space_hash") and \
+            _differs(fingerprint.get("space_hash"), _builtin_space_hash(kernel)):
         reasons.append("search space changed")
     return reasons
 

@@ -14,6 +14,7 @@ from db.repository.best import best_configs
 from db.repository.best import best_configs_of
 from db.repository.best import offer_best
 from db.repository.best import results_elsewhere
+from db.repository.best import stored_keys
 from db.repository.fleet import cache_static
 from db.repository.fleet import cached_static
 from db.repository.fleet import count_trial_done
@@ -72,7 +73,8 @@ __all__ = [
     "lease_job", "list_jobs", "list_workers", "lock_problem", "mark_published",
     "mark_told", "offer_best", "problems_of", "queued_trials", "register_worker",
     "release_job", "results_elsewhere", "set_job_status", "set_optuna_trial_ids", "stale_workers",
-    "status_counts", "store_result", "top_trials", "trials_of_job", "trials_of_problem",
+    "status_counts", "store_result", "stored_keys", "top_trials", "trials_of_job",
+    "trials_of_problem",
     "unmirrored_among", "unmirrored_trials", "unpublished_or_stale",
     "untold_final_trials", "update_problem",
 ]

@@ -71,6 +71,13 @@ def best_configs_of(session: so.Session, kernel: str, dtype: str) -> Sequence[Be
         BestConfig.kernel == kernel, BestConfig.dtype == dtype)).all()
 
 
+def stored_keys(session: so.Session) -> set[tuple[str, str, str]]:
+    """Every (kernel, dtype, device kind) that has a stored best config."""
+    rows = session.execute(sa.select(BestConfig.kernel, BestConfig.dtype,
+                                     BestConfig.device_kind).distinct()).all()
+    return {(str(k), str(d), str(kind)) for k, d, kind in rows}
+
+
 #: Trial outcomes that say something about a config on the device that measured it.
 MEASURED_OUTCOMES = ("ok", "compile_error", "out_of_resources", "wrong_result", "timeout",
                      "crashed")

@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
+from tests.conftest import ROOT
 from tests.conftest import run_cli
 from tuner.testing.services import free_port
 
@@ -60,3 +63,46 @@ def test_an_unreadable_source_is_one_error_line(cli_env, tmp_path, source):
     assert proc.stderr.startswith("error: cannot read tuned configs from")
     assert "Traceback" not in proc.stderr and "pw@" not in proc.stderr
     assert not (tmp_path / "nothing").exists()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["matmul", "--dtype", "fp17"], "unknown dtype 'fp17' for matmul (choose from"),
+    (["nokernel", "--dtype", "fp16"], "unknown kernel 'nokernel': not a built-in"),
+    (["matmul", "--dtype", "bf16", "--device-kind", "h999"], "unknown device kind 'h999'"),
+])
+def test_a_question_nobody_can_answer_is_a_usage_error(cli_env, export, args, message):
+    proc = run_cli(["best", *args, "--shape", "M=4096,N=4096,K=4096", "--source", str(export)],
+                   cli_env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith(f"error: {message}"), proc.stderr
+
+
+def test_device_kinds_are_normalised_and_both_sources_say_the_same(cli_env, tmp_path):
+    """A database and its export answer one question alike: a tuned dtype is served from
+    both (``--device-kind CPU`` is ``cpu``); an untuned one is exit 1 from both, the export
+    naming the default it holds instead of serving it as if tuned."""
+    run_cli(["tune", "matmul", "--shape", "M=16,N=16,K=16", "--dtype", "fp32", "--backend",
+             "interpret", "--trials", "1", "--confirm-top", "0"], cli_env, check=True,
+            timeout=300)
+    exported = tmp_path / "best.json"
+    run_cli(["export", "--out", str(exported)], cli_env, check=True)
+    for source in ([], ["--source", str(exported)]):
+        ask = ["best", "matmul", "--shape", "M=16,N=16,K=16", "--device-kind", "CPU", *source]
+        tuned = run_cli([*ask, "--dtype", "fp32"], cli_env)
+        assert tuned.returncode == 0 and "tier exact" in tuned.stderr, tuned.stderr
+        untuned = run_cli([*ask, "--dtype", "fp16"], cli_env)
+        assert untuned.returncode == 1, untuned.stdout + untuned.stderr
+        assert "no tuned config for matmul M=16,N=16,K=16 fp16 on cpu" in untuned.stderr
+        assert untuned.stdout == ""
+
+
+def test_a_builtin_is_answered_without_importing_torch(cli_env, export):
+    """Scripts and health checks call ``tuner best``: no staleness check needs torch here."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "tuner.cli", "best",
+                           "matmul", "--shape", "M=4096,N=4096,K=4096", "--dtype", "bf16",
+                           "--device-kind", "h100-sxm", "--source", str(export)],
+                          env=cli_env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and json.loads(proc.stdout) == H100, proc.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "torch" not in imported and "triton" not in imported

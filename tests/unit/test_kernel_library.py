@@ -14,7 +14,7 @@ from search_spaces import when
 from tuner.core.roofline import roof
 from tuner.kernels import KernelError
 from tuner.kernels import load_kernel
-from tuner.kernels.matmul_epilogue import parse_epilogue
+from tuner.kernels.names import parse_epilogue
 from workers.bench import relative_error
 
 ROW_SHAPES = [

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 from typing import Any
@@ -26,37 +27,101 @@ from tuner.core.parsing import parse_shape
 from tuner.core.settings import Settings
 
 
-def _problem_of(kernel: str, shape: str, settings: Settings,
-                ) -> tuple[str, dict[str, int], str | None]:
-    """The stored kernel name, the validated problem (as ``tuner tune`` checks them) and the
-    kernel's identity (``tuner.kernels.identity``; None for a name tuned elsewhere).
+@dataclass(frozen=True)
+class _Question:
+    """What ``tuner best`` was asked, checked: the stored kernel name, the problem (dims in
+    declared order), the kernel's identity (a file kernel's; None otherwise) and its dtypes
+    (None: a name tuned elsewhere, whose dtypes only the source knows)."""
 
-    A built-in or ``path.py:NAME`` kernel is described (a file kernel in a sandboxed child) and
-    the shape checked against its dimensions and limits; another name (a kernel tuned
+    name: str
+    problem: dict[str, int]
+    identity: str | None
+    dtypes: tuple[str, ...] | None
+
+
+def _generic_errors(problem: dict[str, int], dims: tuple[str, ...] | None) -> list[str]:
+    from tuner.kernels.spec import MAX_DIM
+
+    errors: list[str] = []
+    if dims is not None:
+        expected = ",".join(f"{d}=…" for d in dims)
+        missing = [d for d in dims if d not in problem]
+        extra = [d for d in problem if d not in dims]
+        if missing:
+            errors.append(f"missing dimension(s) {', '.join(missing)} (expected {expected})")
+        if extra:
+            errors.append(f"unknown dimension(s) {', '.join(extra)} (expected {expected})")
+    errors += [f"{d} must be positive, got {v}" for d, v in problem.items() if v <= 0]
+    errors += [f"{d}={v} is larger than the limit {MAX_DIM}" for d, v in problem.items()
+               if v > MAX_DIM]
+    return errors
+
+
+def _question(kernel: str, shape: str, settings: Settings) -> _Question:
+    """The checked question (``UsageError`` for a bad shape, as ``tuner tune`` checks it).
+
+    A built-in is checked against its signature (``tuner.kernels.names``: no torch import);
+    a ``path.py:NAME`` kernel is described in a sandboxed child; another name (a kernel tuned
     elsewhere) gets the checks every problem must pass: positive sizes within the bounds."""
+    from tuner.kernels.names import builtin_signature
+    from tuner.kernels.names import is_file_ref
+
+    signature = builtin_signature(kernel)
+    if signature is not None:
+        dims, dtypes = signature
+        problem = parse_shape(shape, list(dims))
+        errors = _generic_errors(problem, dims)
+        if errors:
+            raise UsageError(f"bad shape {shape!r} for {kernel}: {'; '.join(errors)}")
+        return _Question(kernel, {d: problem[d] for d in dims}, None, dtypes)
+    if not is_file_ref(kernel):
+        problem = parse_shape(shape, [])
+        errors = _generic_errors(problem, None)
+        if errors:
+            raise UsageError(f"bad shape {shape!r}: {'; '.join(errors)}")
+        return _Question(kernel, problem, None, None)
     from tuner.kernels import KernelError
     from tuner.kernels import resolve_kernel
-    from tuner.kernels.names import is_file_ref
-    from tuner.kernels.spec import MAX_DIM
 
     try:
         spec = resolve_kernel(kernel, "interpret", settings.kernel_roots, isolated=True)
     except KernelError as exc:
-        if is_file_ref(kernel):
-            raise UsageError(str(exc)) from None
-        problem = parse_shape(shape, [])
-        errors = [f"{d} must be positive, got {v}" for d, v in problem.items() if v <= 0]
-        errors += [f"{d}={v} is larger than the limit {MAX_DIM}" for d, v in problem.items()
-                   if v > MAX_DIM]
-        if errors:
-            raise UsageError(f"bad shape {shape!r}: {'; '.join(errors)}") from None
-        return kernel, problem, None
+        raise UsageError(str(exc)) from None
     problem = parse_shape(shape, spec.dims)
     errors = spec.problem_errors(problem)
     if errors:
         raise UsageError(f"bad shape {shape!r} for {spec.name}: {'; '.join(errors)}")
-    identity = spec.identity if is_file_ref(kernel) else None
-    return spec.name, spec.canonical_problem(problem), identity
+    return _Question(spec.name, spec.canonical_problem(problem), spec.identity,
+                     tuple(spec.dtypes))
+
+
+def _check_against_source(question: _Question, dtype: str, device_kind: str | None,
+                          src: str, shown: str) -> None:
+    """``UsageError`` for a dtype the kernel does not have, a kernel that is neither built
+    in nor stored in ``src``, or a device kind nobody knows. Unreadable sources are left to
+    the lookup, which says so."""
+    from search_spaces import DTYPE_BYTES
+    from tuner.core.devices import CPU_KIND
+    from tuner.core.devices import DEVICES
+    from tuner.lookup import ANY_DEVICE
+    from tuner.lookup import stored_keys
+
+    dtypes = question.dtypes or tuple(DTYPE_BYTES)
+    if dtype not in dtypes:
+        raise UsageError(f"unknown dtype {dtype!r} for {question.name} (choose from "
+                         f"{', '.join(dtypes)})")
+    try:
+        keys = stored_keys(src)
+    except Exception:
+        return
+    if question.dtypes is None and not any(k == question.name for k, _, _ in keys):
+        raise UsageError(f"unknown kernel {question.name!r}: not a built-in (tuner kernels "
+                         "lists them), not path/to/module.py:NAME, and nothing is stored under "
+                         f"that name in {shown}")
+    known = {ANY_DEVICE, CPU_KIND, *DEVICES, *(kind for _, _, kind in keys)}
+    if device_kind is not None and device_kind not in known:
+        raise UsageError(f"unknown device kind {device_kind!r} (known: "
+                         f"{', '.join(sorted(known))})")
 
 
 def _problem_of_name(ref: str, settings: Settings) -> str:
@@ -111,24 +176,31 @@ def best(
         raise UsageError("--shape and --dtype are required, e.g. tuner best matmul "
                          "--shape M=512,N=512,K=512 --dtype fp16")
     settings = settings_for(db)
-    name, problem, identity = _problem_of(ref, shape, settings)
+    question = _question(ref, shape, settings)
+    name = question.name
     src = source or (settings.db_url if db else default_source())
     if "://" not in src and not Path(src).is_file():
         raise UsageError(f"no such export file: {src}")
+    shown = safe_url(src) if "://" in src else src
+    kind = device_kind.strip().lower() if device_kind else None  # CPU, H100-SXM: as stored
+    _check_against_source(question, dtype, kind, src, shown)
     with warnings.catch_warnings():  # an unreadable source is this command's error line
         warnings.simplefilter("ignore", RuntimeWarning)
-        config = best_config(name, problem, dtype, device_kind, source=src, identity=identity)
+        config = best_config(name, question.problem, dtype, kind, source=src,
+                             identity=question.identity)
     if source_error(src):
-        shown = safe_url(src) if "://" in src else src
         raise UsageError(f"cannot read tuned configs from {shown}: {source_error(src)}")
     if malformed(src):
         err.print(f"warning: {malformed(src)} malformed entries of {src} ignored",
                   highlight=False)
-    where = device_kind or local_device_kind()
-    if config is None:
+    where = kind or local_device_kind()
+    if config is None or config.tier == "default":  # a default is not a tuned config
         err.print(f"no tuned config for {name} {shape} {dtype} on {where}"
-                  + ("" if device_kind else " (this machine; --device-kind any accepts "
-                                            "configs tuned on other devices)"), highlight=False)
+                  + ("" if kind else " (this machine; --device-kind any accepts "
+                                     "configs tuned on other devices)"), highlight=False)
+        if config is not None:
+            err.print(f"the export's default config for {name} (the kernel's own, not tuned) "
+                      f"is {json.dumps(dict(config))}", highlight=False)
         raise typer.Exit(1)
     tuned = ",".join(f"{k}={v}" for k, v in (config.problem or {}).items())
     err.print(f"tier {config.tier}" + (f" (tuned for {tuned} on {config.device_kind})"

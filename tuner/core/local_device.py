@@ -9,7 +9,8 @@ launch on; with no ``device_kind`` given, that is this process's device:
 4. ``cpu`` (the Triton interpreter) when none of these finds a GPU.
 
 ``device_is_known()`` says whether that answer is certain: a ``cpu`` found only because torch
-was not imported yet and NVML is not installed may be a GPU host after all.
+was not imported yet and NVML does not load may be a GPU host after all, unless torch is a CPU
+build or the host has no GPU driver.
 
 Each answer is computed once per process. ``local_facts`` gives the same device's driver
 version and compute capability, and the CUDA version of the installed torch, for staleness.
@@ -83,7 +84,18 @@ def _detect() -> tuple[str, bool]:
     found = _torch_device() or _nvml_device()
     if found is not None:
         return normalise_device_name(found[0]), True
-    return CPU_KIND, "torch" in sys.modules or _nvml_loads()
+    return CPU_KIND, "torch" in sys.modules or _nvml_loads() or _no_gpu_possible()
+
+
+def _no_gpu_possible() -> bool:
+    """Whether nothing here could launch on a GPU: torch is a CPU build, or the host has no
+    GPU driver at all (no NVIDIA control device, no AMD ``/dev/kfd``)."""
+    try:
+        if importlib.metadata.version("torch").endswith("+cpu"):
+            return True
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    return not any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd"))
 
 
 def _nvml_loads() -> bool:

@@ -23,30 +23,15 @@ from search_spaces import DTYPE_BYTES
 from search_spaces.matmul import matmul_space
 from tuner.kernels import matmul as mm
 from tuner.kernels.matmul_model import predict_ms
+from tuner.kernels.names import ACTIVATIONS
+from tuner.kernels.names import EPILOGUE_DTYPES
+from tuner.kernels.names import parse_epilogue
 from tuner.kernels.spec import KernelSpec
 from tuner.kernels.spec import Problem
 
-#: Activation name → the kernel's ``ACT`` code.
-ACTIVATIONS: dict[str, int] = {"relu": 1, "gelu": 2, "silu": 3}
 TORCH_ACT: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "relu": F.relu, "gelu": F.gelu, "silu": F.silu}
-DTYPES = ("fp32", "fp16", "bf16")
-
-
-def parse_epilogue(name: str) -> tuple[bool, str | None, bool] | None:
-    """``matmul+bias+gelu+residual`` → (bias, activation, residual); None if not such a name."""
-    parts = name.split("+")
-    if parts[0] != "matmul" or len(parts) < 2:
-        return None
-    rest = parts[1:]
-    bias = rest[:1] == ["bias"]
-    rest = rest[bias:]
-    act = rest[0] if rest and rest[0] in ACTIVATIONS else None
-    rest = rest[act is not None:]
-    residual = rest == ["residual"]
-    if rest and not residual:
-        return None
-    return bias, act, residual
+DTYPES = EPILOGUE_DTYPES
 
 
 def epilogue_flops(problem: Problem, bias: bool, act: str | None, residual: bool) -> float:
