@@ -26,7 +26,15 @@ SOURCE = sys.argv[1] if len(sys.argv) > 1 else "best.json"
        dtype="fp16", source=SOURCE)
 def matmul(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, *, config: dict) -> None:
     problem = {"M": a.shape[0], "N": b.shape[1], "K": a.shape[1]}
+    # config is a TunedConfig: a dict of parameters that also says where it came from
+    tuned_for = ",".join(f"{k}={v}" for k, v in (config.problem or {}).items())
+    print(f"matmul {problem} fp16: tier {config.tier} (tuned for {tuned_for} on "
+          f"{config.device_kind}): {_text(config)}")
     launch_matmul({"a": a, "b": b, "c": c}, problem, config)
+
+
+def _text(config: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in config.items() if v is not None)
 
 
 def main() -> None:
@@ -36,7 +44,9 @@ def main() -> None:
     matmul(a, b, c)
     error = (c.float() - a.float() @ b.float()).norm() / (a.float() @ b.float()).norm()
     print(f"launched with the tuned config; relative error {error:.1e}")
-    print("as @triton.autotune candidates:", triton_configs("matmul", "fp16", source=SOURCE))
+    print("as @triton.autotune candidates:")
+    for candidate in triton_configs("matmul", "fp16", source=SOURCE):
+        print(f"  {_text(candidate.all_kwargs())}")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,12 @@ interpreter, which Triton's autotuner cannot benchmark on, the first of them). E
 Triton's and goes to it. A production launch never raises because of the lookup: a failing
 source gives one warning per process and the fallback.
 
+**Which config did a launch use?** ``kernel.served(*args)`` says (the config, its tier —
+``exact``, ``bucket``, ``nearest`` or ``fallback`` — the problem and device kind it was tuned
+for); each answer is logged once per process and key to the ``tuner.autotune`` logger (INFO),
+and printed to stderr when ``TRITON_PRINT_AUTOTUNING=1``, as Triton prints its own autotuning.
+A source that cannot be read gives one ``RuntimeWarning`` pointing at the launch.
+
 ``record_missing=True`` (or a path) appends every problem served by anything but the exact
 tier to a JSON-lines file (``TUNER_MISSING_SHAPES``, default ``<data dir>/missing-shapes.jsonl``)
 once per process; ``tuner tune --missing FILE`` tunes them later. The answer for a key is looked
@@ -32,7 +38,9 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import os
+import sys
 import threading
 import warnings
 from collections.abc import Callable
@@ -48,6 +56,18 @@ from tuner.lookup import best_config
 DTYPE_NAMES = {"torch.float32": "fp32", "torch.float16": "fp16", "torch.bfloat16": "bf16",
                "torch.float8_e4m3fn": "fp8e4m3"}
 _LOCK = threading.Lock()
+log = logging.getLogger("tuner.autotune")
+
+
+def _warn_at_launch(message: str) -> None:
+    """A ``RuntimeWarning`` attributed to the user's launch (the first frame outside this
+    module), not to the lookup's internals."""
+    frame = sys._getframe(1)
+    level = 2
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    warnings.warn(message, RuntimeWarning, stacklevel=level)
 
 
 def missing_shapes_path() -> Path:
@@ -76,6 +96,7 @@ class TunedKernel:
         self._source = source
         self._record = record_missing
         self._answers: dict[tuple[Any, ...], Any] = {}
+        self._served: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._identity = identity
         self._recorded: set[tuple[Any, ...]] = set()
         self._meta = {p for p in autotuner.arg_names}
@@ -105,12 +126,17 @@ class TunedKernel:
     def warmup(self, *args: Any, **kwargs: Any) -> Any:
         return self._autotuner.warmup(*args, **kwargs)
 
-    def tuned_config(self, *args: Any, **kwargs: Any) -> Any:
-        """The ``triton.Config`` a launch with these arguments uses, or None (fallback)."""
+    def _cache_key(self, args: tuple[Any, ...], kwargs: Mapping[str, Any],
+                   ) -> tuple[tuple[Any, ...], str]:
         nargs = {**dict(zip(self._autotuner.arg_names, args, strict=False)), **kwargs}
         values = tuple(nargs.get(k) for k in self._key)
         dtype = self._dtype or next((DTYPE_NAMES.get(str(v.dtype), str(v.dtype))
                                      for v in nargs.values() if hasattr(v, "dtype")), "fp32")
+        return values, dtype
+
+    def tuned_config(self, *args: Any, **kwargs: Any) -> Any:
+        """The ``triton.Config`` a launch with these arguments uses, or None (fallback)."""
+        values, dtype = self._cache_key(args, kwargs)
         cache_key = (*values, dtype)
         try:
             return self._answers[cache_key]
@@ -120,22 +146,68 @@ class TunedKernel:
             answer = self._answers[cache_key] = self._look_up(values, dtype, kwargs)
         return answer
 
+    def served(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """What a launch with these arguments uses: ``config`` (its meta-parameters and
+        launch options; None on fallback), ``tier`` (``exact``, ``bucket``, ``nearest`` or
+        ``fallback``: the kernel's own configs), ``problem`` and ``dtype`` asked, and
+        ``tuned_for`` / ``device_kind`` of the stored config (None on fallback)."""
+        self.tuned_config(*args, **kwargs)
+        values, dtype = self._cache_key(args, kwargs)
+        return dict(self._served[(*values, dtype)])
+
     def _look_up(self, values: tuple[Any, ...], dtype: str, given: Mapping[str, Any]) -> Any:
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            self._report(values, dtype, None, None, "its key is not a problem size")
             return None  # a key that is not a size cannot be a tuned problem
         problem = dict(zip(self._key, values, strict=True))
         try:
-            found = best_config(self.tuner_name, problem, dtype, self._device_kind,
-                                source=self._source, identity=self._identity)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                found = best_config(self.tuner_name, problem, dtype, self._device_kind,
+                                    source=self._source, identity=self._identity)
+            for w in caught:
+                _warn_at_launch(f"{w.message}".replace(
+                    "serving defaults", f"{self.tuner_name} falls back to the kernel's own "
+                    "configs").replace("tuner: ", "tuner.autotune: ", 1))
         except Exception as exc:  # never fail a production launch over a lookup
-            warnings.warn(f"tuner: lookup of {self.tuner_name} failed ({exc}); using the "
-                          "kernel's own configs", RuntimeWarning, stacklevel=4)
+            _warn_at_launch(f"tuner.autotune: lookup of {self.tuner_name} failed ({exc}); "
+                            "it falls back to the kernel's own configs")
             found = None
         if self._record and (found is None or found.tier != "exact"):
             self._note_missing(problem, dtype, None if found is None else found.tier)
         if found is None or found.tier == "default":
+            self._report(values, dtype, None, None, "nothing tuned for it")
             return None
-        return self._as_triton(found, given)
+        config = self._as_triton(found, given)
+        if config is None:
+            self._report(values, dtype, None, found, "the stored config lacks one of the "
+                         "kernel's meta-parameters")
+            return None
+        self._report(values, dtype, config, found, "")
+        return config
+
+    def _report(self, values: tuple[Any, ...], dtype: str, config: Any, found: Any,
+                why: str) -> None:
+        """Record what a key is served and say it once (logger; stderr on request)."""
+        problem = dict(zip(self._key, values, strict=True))
+        tier = found.tier if config is not None else "fallback"
+        served = {"config": None if config is None else config.all_kwargs(), "tier": tier,
+                  "problem": problem, "dtype": dtype,
+                  "tuned_for": None if config is None else found.problem,
+                  "device_kind": None if config is None else found.device_kind}
+        self._served[(*values, dtype)] = served
+        asked = ",".join(f"{k}={v}" for k, v in problem.items())
+        if config is None:
+            text = (f"tuner.autotune: {self.tuner_name} {asked} {dtype}: the kernel's own "
+                    f"configs ({why})")
+        else:
+            tuned = ",".join(f"{k}={v}" for k, v in (found.problem or {}).items())
+            chosen = " ".join(f"{k}={v}" for k, v in config.all_kwargs().items())
+            text = (f"tuner.autotune: {self.tuner_name} {asked} {dtype}: tier {tier} (tuned "
+                    f"for {tuned} on {found.device_kind}): {chosen}")
+        log.info(text)
+        if os.environ.get("TRITON_PRINT_AUTOTUNING") == "1":
+            print(text, file=sys.stderr, flush=True)
 
     def _as_triton(self, found: Mapping[str, Any], given: Mapping[str, Any]) -> Any:
         import triton

@@ -19,6 +19,7 @@ the first call per problem does I/O, later ones cost a dict lookup), and passes 
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 from collections.abc import Mapping
 from typing import Any
@@ -26,6 +27,8 @@ from typing import TypeVar
 
 from tuner.core.launch import triton_form
 from tuner.lookup import best_config
+from tuner.lookup import default_source
+from tuner.lookup import source_error
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -76,6 +79,10 @@ def triton_configs(kernel: str, dtype: str, device_kind: str | None = None, top_
     return [to_triton_config(c) for c, _ in found]
 
 
+def _shown(source: str) -> str:
+    return source if "://" not in source else source.split("@")[-1]  # no password
+
+
 def tuned(kernel: str, problem: Callable[..., Mapping[str, int]],
           dtype: str | Callable[..., str], device_kind: str | None = None,
           source: str | None = None, default: Mapping[str, Any] | None = None,
@@ -83,7 +90,9 @@ def tuned(kernel: str, problem: Callable[..., Mapping[str, int]],
     """Decorate a launcher so that it receives the tuned ``config=`` for its arguments.
 
     ``problem(*args, **kwargs)`` gives the problem sizes, ``dtype`` is a name or a function of
-    the arguments. With nothing tuned and no ``default``, the call raises ``LookupError``.
+    the arguments. With nothing tuned and no ``default``, the call raises ``LookupError``
+    (saying why when the source cannot be read; with a ``default``, that is one
+    ``RuntimeWarning`` and the default serves).
     """
 
     def wrap(fn: F) -> F:
@@ -91,10 +100,16 @@ def tuned(kernel: str, problem: Callable[..., Mapping[str, int]],
         def launcher(*args: Any, **kwargs: Any) -> Any:
             if "config" not in kwargs:
                 dt = dtype(*args, **kwargs) if callable(dtype) else dtype
-                config = best_config(kernel, problem(*args, **kwargs), dt, device_kind,
-                                     source=source, default=default)
+                with warnings.catch_warnings():
+                    if default is None:  # no default to serve: the error says it all
+                        warnings.simplefilter("ignore", RuntimeWarning)
+                    config = best_config(kernel, problem(*args, **kwargs), dt, device_kind,
+                                         source=source, default=default)
                 if config is None:
-                    raise LookupError(f"no tuned config for {kernel} {dt}")
+                    src = source or default_source()
+                    why = source_error(src)
+                    raise LookupError(f"no tuned config for {kernel} {dt}"
+                                      + (f": cannot read {_shown(src)} ({why})" if why else ""))
                 kwargs["config"] = config
             return fn(*args, **kwargs)
 

@@ -71,7 +71,12 @@ def test_no_tuned_config_falls_back_to_the_kernel_own_and_never_raises(export, t
         out, expected = _matmul(unread, 64, 64, 64)
         _matmul(unread, 32, 32, 32)
     assert torch.allclose(out, expected, atol=1e-3) and unread.best_config is OWN
-    assert len([w for w in caught if "cannot read tuned configs" in str(w.message)]) == 1
+    unreadable = [w for w in caught if "cannot read tuned configs" in str(w.message)]
+    assert len(unreadable) == 1
+    message = str(unreadable[0].message)
+    assert "matmul falls back to the kernel's own configs" in message, message
+    assert "serving defaults" not in message
+    assert unreadable[0].filename == __file__  # it points at the launch, not the lookup
 
 
 def test_a_stored_config_missing_a_meta_parameter_is_not_guessed(export):
@@ -80,3 +85,26 @@ def test_a_stored_config_missing_a_meta_parameter_is_not_guessed(export):
                       source=export)(_matmul_kernel)
     a = torch.empty(1)
     assert kernel.tuned_config(a, a, a, a, a, a, a, 64, 64, 64) is None
+
+
+def test_a_launch_says_which_config_and_tier_it_used(export, monkeypatch, capsys, caplog):
+    monkeypatch.setenv("TRITON_PRINT_AUTOTUNING", "1")
+    kernel = autotune(configs=[OWN], key=["M", "N", "K"], name="matmul",
+                      source=export)(_matmul_kernel)
+    with caplog.at_level("INFO", logger="tuner.autotune"):
+        _matmul(kernel, 48, 48, 48)
+        _matmul(kernel, 48, 48, 48)  # said once per key
+    printed = capsys.readouterr().err
+    line = ("tuner.autotune: matmul M=48,N=48,K=48 fp32: tier bucket (tuned for "
+            "M=64,N=64,K=64 on cpu): BLOCK_M=16 BLOCK_N=32 BLOCK_K=16 GROUP_M=2 num_warps=2")
+    assert printed.count(line) == 1, printed
+    assert [r.getMessage() for r in caplog.records].count(printed.strip()) == 1
+    a = torch.empty(48, 48)
+    served = kernel.served(a, a, a, a, a, a, a, 48, 48, 48)
+    assert served["tier"] == "bucket" and served["tuned_for"] == {"M": 64, "N": 64, "K": 64}
+    assert served["config"]["BLOCK_M"] == 16 and served["device_kind"] == "cpu"
+    own = autotune(configs=[OWN], key=["M", "N", "K"], name="matmul", dtype="bf16",
+                   source=export)(_matmul_kernel)
+    _matmul(own, 64, 64, 64)
+    assert own.served(a, a, a, a, a, a, a, 64, 64, 64)["tier"] == "fallback"
+    assert "the kernel's own configs (nothing tuned for it)" in capsys.readouterr().err

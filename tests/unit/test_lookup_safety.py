@@ -185,3 +185,26 @@ def test_the_generated_module_gives_a_triton_config(tmp_path):
     assert (config.kwargs, config.num_warps, config.num_stages) == (
         {"BLOCK_M": 128, "BLOCK_N": 256}, 8, 4)
     assert module.triton_config("matmul", BIG, "fp8e4m3") is None
+
+
+def test_tuned_without_a_default_raises_why_instead_of_warning(tmp_path):
+    """No default to serve: one ``LookupError`` naming the unreadable source, not a warning
+    that promises defaults followed by an error."""
+    from tuner.production import tuned
+
+    clear_cache()
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+
+    @tuned("matmul", problem=lambda n: {"M": n, "N": n, "K": n}, dtype="fp16",
+           source=str(broken))
+    def launch(n: int, *, config: dict) -> dict:
+        return config
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(LookupError, match=r"no tuned config for matmul fp16: cannot read "
+                                              r".*broken\.json"):
+            launch(64)
+    assert caught == []
+    clear_cache()
