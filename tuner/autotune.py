@@ -96,7 +96,7 @@ class TunedKernel:
         self._source = source
         self._record = record_missing
         self._answers: dict[tuple[Any, ...], Any] = {}
-        self._served: dict[tuple[Any, ...], dict[str, Any]] = {}
+        self._served: dict[tuple[Any, ...], tuple[dict[str, Any], Any]] = {}
         self._identity = identity
         self._recorded: set[tuple[Any, ...]] = set()
         self._meta = {p for p in autotuner.arg_names}
@@ -149,11 +149,13 @@ class TunedKernel:
     def served(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """What a launch with these arguments uses: ``config`` (its meta-parameters and
         launch options; None on fallback), ``tier`` (``exact``, ``bucket``, ``nearest`` or
-        ``fallback``: the kernel's own configs), ``problem`` and ``dtype`` asked, and
-        ``tuned_for`` / ``device_kind`` of the stored config (None on fallback)."""
+        ``fallback``: the kernel's own configs), ``problem`` and ``dtype`` asked,
+        ``tuned_for`` / ``device_kind`` of the stored config (None on fallback) and ``stale``:
+        why it may no longer be right (``tuner.staleness``; computed on this call)."""
         self.tuned_config(*args, **kwargs)
         values, dtype = self._cache_key(args, kwargs)
-        return dict(self._served[(*values, dtype)])
+        served, found = self._served[(*values, dtype)]
+        return {**served, "stale": [] if found is None else list(found.stale_reasons)}
 
     def _look_up(self, values: tuple[Any, ...], dtype: str, given: Mapping[str, Any]) -> Any:
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
@@ -195,7 +197,7 @@ class TunedKernel:
                   "problem": problem, "dtype": dtype,
                   "tuned_for": None if config is None else found.problem,
                   "device_kind": None if config is None else found.device_kind}
-        self._served[(*values, dtype)] = served
+        self._served[(*values, dtype)] = (served, None if config is None else found)
         asked = ",".join(f"{k}={v}" for k, v in problem.items())
         if config is None:
             text = (f"tuner.autotune: {self.tuner_name} {asked} {dtype}: the kernel's own "

@@ -44,6 +44,17 @@ print(json.dumps({
 """
 
 
+SERVED_SCRIPT = r"""
+import json, sys
+import torch
+sys.path.insert(0, sys.argv[1])
+import byo_multi
+x = torch.rand(4096)
+print(json.dumps(byo_multi.scale_and_sum_kernel.served(x, torch.empty_like(x), torch.zeros(1),
+                                                       4096, 2.0)))
+"""
+
+
 def _use(env: dict[str, str], missing) -> dict:
     proc = subprocess.run([sys.executable, "-c", USE_SCRIPT, str(ROOT / MULTI.split(":")[0]),
                            str(ROOT / "tests" / "kernels"), str(missing)],
@@ -136,3 +147,27 @@ def test_on_a_stand_in_it_ends_promptly_and_pruned_configs_are_invalid(cli_env):
         statuses = {r[0] for r in conn.execute(sa.text("SELECT status FROM tuner_trials"))}
     engine.dispose()
     assert "invalid" in statuses and "crashed" not in statuses, statuses
+
+
+def test_swapping_the_decorator_in_the_tuned_file_keeps_its_configs_fresh(cli_env, tmp_path):
+    """The README's production step, done to the tuned file itself: ``@triton.autotune``
+    becomes ``@tuner.autotune``. The configs follow the kernel's own source (its identity),
+    not the file's hash, so they are served exact and not stale."""
+    prod = tmp_path / "prod"
+    prod.mkdir()
+    (prod / "byo_helpers.py").write_text((ROOT / "tests/kernels/byo_helpers.py").read_text())
+    tuned_file = prod / "byo_multi.py"
+    source = (ROOT / MULTI.split(":")[0]).read_text()
+    tuned_file.write_text(source)
+    env = {**cli_env, "TUNER_KERNEL_ROOTS": f"{ROOT}:{prod}"}
+    run_cli(["tune", f"{tuned_file}:scale_and_sum", "--shape", "n=4096", "--backend",
+             "interpret", "--trials", "2", "--seed", "0", "--confirm-top", "0"], env,
+            check=True, timeout=600)
+    tuned_file.write_text(source.replace("import triton\n", "import triton\n\nimport tuner\n", 1)
+                          .replace("@triton.autotune(", "@tuner.autotune("))
+    served = subprocess.run(
+        [sys.executable, "-c", SERVED_SCRIPT, str(prod)], env={**env, "TRITON_INTERPRET": "1"},
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert served.returncode == 0, served.stderr[-3000:]
+    answer = json.loads(served.stdout.strip().splitlines()[-1])
+    assert answer["tier"] == "exact" and answer["stale"] == [], answer
