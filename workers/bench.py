@@ -14,6 +14,7 @@ with ``fatal=True`` so the process exits and is replaced.
 from __future__ import annotations
 
 import functools
+import sysconfig
 import time
 import traceback
 from collections.abc import Callable
@@ -113,9 +114,31 @@ def _output_error(kernel: Any, tensors: dict[str, Any], expected: list[torch.Ten
     return max(relative_error(o, e) for o, e in zip(outs, expected, strict=True))
 
 
+#: Folders whose frames are not the user's: the service's packages and every installed one.
+_NOT_USER = tuple(str(p) for p in (
+    *(Path(__file__).resolve().parents[1] / d for d in ("tuner", "workers", "search_spaces",
+                                                         "db")),
+    *{Path(sysconfig.get_paths()[k]).resolve() for k in ("stdlib", "purelib", "platlib")}))
+
+
+def user_frame(exc: BaseException) -> str | None:
+    """``function, file.py:line`` of the innermost frame of ``exc`` in the user's own code
+    (outside the service and installed packages), or None when there is none."""
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        name = frame.filename
+        if name.startswith("<") or str(Path(name).resolve()).startswith(_NOT_USER):
+            continue
+        return f"{frame.name}, {Path(name).name}:{frame.lineno}"
+    return None
+
+
 def _error_text(exc: BaseException) -> str:
+    """One first line that names the exception and where in the user's code it was raised
+    (``KeyError: 'n' (in prune, my_kernel.py:14)``), then the end of the traceback."""
     tb = "".join(traceback.format_exception(exc, limit=-3))
-    return f"{type(exc).__name__}: {exc}\n{tb}"[-4000:]
+    where = user_frame(exc)
+    first = f"{type(exc).__name__}: {exc}".split("\n")[0][:500]
+    return (f"{first}" + (f" (in {where})" if where else "") + f"\n{tb}")[-4000:]
 
 
 def run_request(device: BenchDevice, request: BenchmarkRequest, roots: tuple[Path, ...],

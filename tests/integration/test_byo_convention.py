@@ -171,3 +171,94 @@ def test_swapping_the_decorator_in_the_tuned_file_keeps_its_configs_fresh(cli_en
     assert served.returncode == 0, served.stderr[-3000:]
     answer = json.loads(served.stdout.strip().splitlines()[-1])
     assert answer["tier"] == "exact" and answer["stale"] == [], answer
+
+
+LIBRARY = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})],
+                 key=["n"])
+@triton.jit
+def _double_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+@triton.jit
+def _plain_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+def double(x):
+    y = torch.empty_like(x)
+    _double_kernel[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, y, x.numel())
+    return y
+
+
+def double_fixed(x):  # the launcher picks its own block: nothing autotuned to tune
+    y = torch.empty_like(x)
+    _plain_kernel[(triton.cdiv(x.numel(), 128),)](x, y, x.numel(), BLOCK=128)
+    return y
+'''
+USER = '''
+import torch
+from mylib import double, double_fixed
+
+
+def double_inputs(n, dtype, device):
+    return (torch.rand(n, dtype=dtype, device=device),)
+
+
+def double_reference(x):
+    return x * 2
+
+
+double_fixed_inputs, double_fixed_reference = double_inputs, double_reference
+'''
+
+
+def test_a_launcher_imported_from_a_library_is_tuned_or_told_what_to_do(cli_env, tmp_path):
+    """The kernel a library's launcher launches lives in the library's module: found there;
+    when it is not autotuned, the error says to import and name it, not to decorate it."""
+    folder = tmp_path / "lib"
+    folder.mkdir(mode=0o755)  # listable: `import mylib` looks the folder up
+    (folder / "mylib.py").write_text(LIBRARY)
+    (folder / "use_lib.py").write_text(USER)
+    env = {**cli_env, "TUNER_KERNEL_ROOTS": f"{ROOT}:{folder}"}
+    tuned = run_cli(["tune", f"{folder}/use_lib.py:double", "--shape", "n=1000",
+                     "--dtype", "fp32", "--backend", "interpret", "--trials", "2",
+                     "--confirm-top", "0"], env, timeout=300)
+    assert tuned.returncode == 0, tuned.stdout + tuned.stderr
+    assert "_double_kernel n1000 fp32" in tuned.stdout, tuned.stdout
+    fixed = run_cli(["tune", f"{folder}/use_lib.py:double_fixed", "--shape", "n=1000",
+                     "--dtype", "fp32", "--backend", "interpret", "--trials", "2"], env,
+                    timeout=300)
+    assert fixed.returncode == 2, fixed.stdout + fixed.stderr
+    said = " ".join(fixed.stderr.split())
+    assert "double_fixed launches _plain_kernel: @triton.jit without @triton.autotune" in said
+    assert "write a launcher that launches _plain_kernel" in said, said
+
+
+def test_an_error_in_the_users_hook_points_at_the_users_code(cli_env, tmp_path):
+    """An exception in the user's ``early_config_prune`` names the user's function, file and
+    line in the summary and in ``tuner status``, not a bare ``KeyError``."""
+    folder = tmp_path / "lib"
+    folder.mkdir(mode=0o755)
+    (folder / "byo_helpers.py").write_text((ROOT / "tests/kernels/byo_helpers.py").read_text())
+    source = (ROOT / MULTI.split(":")[0]).read_text()
+    hook = "def _no_big_blocks(configs, named_args, **kwargs):  # type: ignore[no-untyped-def]\n"
+    assert hook in source
+    bad = folder / "byo_bad_prune.py"
+    bad.write_text(source.replace(hook, hook + "    named_args['nope']\n"))
+    line = bad.read_text().splitlines().index("    named_args['nope']") + 1
+    env = {**cli_env, "TUNER_KERNEL_ROOTS": f"{ROOT}:{folder}"}
+    tuned = run_cli(["tune", f"{bad}:scale_and_sum", "--shape", "n=4096", "--backend",
+                     "interpret", "--trials", "2"], env, timeout=300)
+    where = f"KeyError: 'nope' (in _no_big_blocks, byo_bad_prune.py:{line})"
+    assert tuned.returncode == 1 and where in tuned.stdout, tuned.stdout + tuned.stderr
+    status = run_cli(["status", "1"], env, check=True)
+    assert where in " ".join(status.stdout.split()), status.stdout

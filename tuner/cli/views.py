@@ -72,6 +72,11 @@ def status(
                       config_text(view.best.config if view.best else None),
                       p.stop_reason or "", p.study_name)
     console.print(table)
+    for view in summary.problems:
+        if view.best is None and view.failure is not None:
+            text, n, total = view.failure
+            console.print(f"{view.problem.problem_key}: no config succeeded; {n} of {total} "
+                          f"failed with {text}", highlight=False)
     console.print("trials by status: " + (", ".join(
         f"{k} {v}" for k, v in sorted(summary.counts.items())) or "none yet"))
     if summary.device_time is not None:

@@ -61,6 +61,12 @@ def is_autotuned(obj: object) -> bool:
         and not inspect.isclass(obj)
 
 
+def _is_plain_jit(obj: object) -> bool:
+    """A ``@triton.jit`` function (compiled or interpreted) that nothing autotunes."""
+    return not is_autotuned(obj) and hasattr(obj, "fn") and hasattr(obj, "arg_names") \
+        and not inspect.isclass(obj)
+
+
 def kernel_name(autotuned: Any) -> str:
     fn = autotuned.fn
     while hasattr(fn, "fn"):
@@ -83,9 +89,27 @@ def _kernel_of(module: ModuleType, name: str, launcher: Any) -> Any:
         return named
     used = [v for n, v in vars(module).items()
             if is_autotuned(v) and n in launcher.__code__.co_names]
+    home = getattr(launcher, "__globals__", None)
+    if not used and isinstance(home, dict) and home is not vars(module):
+        # a launcher imported from a library: the kernel it launches lives in its own module
+        used = [v for n, v in home.items() if is_autotuned(v) and n in launcher.__code__.co_names]
     if len(used) == 1:
         return used[0]
     if not used:
+        scopes = [vars(module)] + ([home] if isinstance(home, dict) else [])
+        plain = sorted({n for scope in scopes for n, v in scope.items()
+                        if n in launcher.__code__.co_names and _is_plain_jit(v)})
+        if plain:
+            raise KernelError(
+                f"{name} launches {', '.join(plain)}: @triton.jit without @triton.autotune, "
+                "so its launcher picks the meta-parameters and nothing here can tune them; "
+                f"write a launcher that launches {plain[0]} with the config's meta-parameters "
+                "(README, Your own kernel), or decorate it with @triton.autotune")
+        if isinstance(home, dict) and home is not vars(module):
+            raise KernelError(
+                f"{name} comes from {launcher.__module__} and launches no @triton.autotune "
+                f"(or @tuner.autotune) kernel that this module or {launcher.__module__} names; "
+                f"import the kernel it launches and name it: {name}_kernel = <kernel>")
         raise KernelError(f"{name} launches no @triton.autotune (or @tuner.autotune) kernel "
                           "of its module; decorate the kernel it launches")
     names = ", ".join(sorted(kernel_name(k) for k in used))

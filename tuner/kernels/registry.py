@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import importlib
 import importlib.util
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -59,6 +60,12 @@ def load_kernel(ref: str, roots: Sequence[Path] = ()) -> KernelSpec:
     return spec
 
 
+#: Said when a kernel's files are out of this process's reach (it may be a sandbox user).
+_SANDBOX_HINT = ("; kernel code runs as a user of its own where the service runs as root "
+                 "(README, Security): make the kernel's folder and files readable by others "
+                 "(chmod o+rx on folders, o+r on files), or set TUNER_SANDBOX=off")
+
+
 def _check_root(ref: str, roots: Sequence[Path]) -> Path:
     """The file of ``path.py:NAME``; ``KernelError`` unless it exists inside ``roots``."""
     given = ref.rsplit(":", 1)[0]
@@ -69,7 +76,8 @@ def _check_root(ref: str, roots: Sequence[Path]) -> Path:
         exists = inside and path.is_file()
     except (OSError, ValueError, RuntimeError) as exc:  # too long, a loop, a NUL byte …
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise KernelError(f"kernel file {shown} cannot be used: {reason}") from None
+        raise KernelError(f"kernel file {shown} cannot be used: {reason}"
+                          + (_SANDBOX_HINT if isinstance(exc, PermissionError) else "")) from None
     if not inside:
         allowed = ", ".join(str(r) for r in roots) or "(none)"
         raise KernelError(f"{shown} is outside the allowed kernel roots ({allowed}); "
@@ -96,7 +104,10 @@ def _load_file_kernel(ref: str, roots: Sequence[Path]) -> object:
             spec.loader.exec_module(module)
         except Exception as exc:  # user code: any failure is reported, not raised
             del sys.modules[module_name]
-            raise KernelError(f"importing {path} failed: {type(exc).__name__}: {exc}") from None
+            hint = _SANDBOX_HINT if isinstance(exc, ImportError | PermissionError) and \
+                not os.access(path.parent, os.R_OK) else ""
+            raise KernelError(f"importing {path} failed: {type(exc).__name__}: {exc}"
+                              + hint) from None
     if not hasattr(module, attr):
         raise KernelError(f"{path} has no attribute {attr!r}")
     found = getattr(module, attr)
