@@ -30,10 +30,14 @@ def test_migrate_as_owner_then_tune_as_the_service_role_which_cannot_change_the_
     base = admin_url.split("@", 1)[1]
     migrate_url = f"postgresql+psycopg://tuner_migrate:m-pass@{base}"
     service_url = f"postgresql+psycopg://tuner_service:s-pass@{base}"
-    run_cli(["db", "upgrade", "--db", migrate_url], cli_env, check=True)
+    # URLs with passwords come from the environment or a file, never a command line
+    run_cli(["db", "upgrade"], {**cli_env, "TUNER_DB_URL": migrate_url}, check=True)
+    url_file = tmp_path / "service-url"
+    url_file.write_text(service_url + "\n")
     out = run_cli(["tune", "matmul", "--shape", "M=32,N=32,K=32", "--dtype", "fp32",
                    "--trials", "2", "--backend", "interpret", "--rep-ms", "5",
-                   "--confirm-top", "0", "--db", service_url], cli_env, check=True)
+                   "--confirm-top", "0"], {**cli_env, "TUNER_DB_URL_FILE": str(url_file)},
+                  check=True)
     assert "best config:" in out.stdout
     engine = sa.create_engine(service_url)
     try:
