@@ -45,7 +45,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports --no-logo
 
 test: lint
-	$(BIN)/pytest -q --durations=40
+	$(BIN)/pytest -q -n auto --durations=40
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit

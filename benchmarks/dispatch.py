@@ -229,7 +229,9 @@ def main() -> None:
     base = raw["trials_per_s"]
     print(f"service / raw ask+tell throughput: serial {serial['trials_per_s'] / base:.2f}x, "
           f"parallel {parallel['trials_per_s'] / base:.2f}x")
-    result = {"args": vars(args) | {"out": str(args.out)}, "host": platform.node(),
+    out = args.out.resolve()  # named relative to the repository: no local folder in results
+    shown = str(out.relative_to(ROOT)) if out.is_relative_to(ROOT) else args.out.name
+    result = {"args": vars(args) | {"out": shown}, "host": platform.node(),
               "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d"),
               "raw_optuna": raw, "service_serial": serial, "service_parallel": parallel}
     args.out.parent.mkdir(parents=True, exist_ok=True)

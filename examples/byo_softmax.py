@@ -6,7 +6,7 @@ The conventions (``tuner/kernels/convention.py``): the launcher ``softmax`` is w
 and returns its output; ``softmax_inputs`` makes its arguments for a problem named by the
 decorator's ``key``; ``softmax_reference`` is the torch answer. Nothing else is needed. In
 production, replace ``triton.autotune`` by ``tuner.autotune`` to launch with the tuned configs
-(``examples/use_autotune.py``).
+(``examples/use_autotune.py`` does it).
 """
 
 from __future__ import annotations

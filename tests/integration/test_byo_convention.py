@@ -147,6 +147,8 @@ def test_on_a_stand_in_it_ends_promptly_and_pruned_configs_are_invalid(cli_env):
         statuses = {r[0] for r in conn.execute(sa.text("SELECT status FROM tuner_trials"))}
     engine.dispose()
     assert "invalid" in statuses and "crashed" not in statuses, statuses
+    listed = run_cli(["status"], cli_env, check=True).stdout
+    assert "1 (simulated)" in listed, listed  # a stand-in's fraction is no measurement
 
 
 def test_swapping_the_decorator_in_the_tuned_file_keeps_its_configs_fresh(cli_env, tmp_path):
@@ -262,3 +264,17 @@ def test_an_error_in_the_users_hook_points_at_the_users_code(cli_env, tmp_path):
     assert tuned.returncode == 1 and where in tuned.stdout, tuned.stdout + tuned.stderr
     status = run_cli(["status", "1"], env, check=True)
     assert where in " ".join(status.stdout.split()), status.stdout
+
+
+def test_the_use_autotune_example_is_served_what_byo_softmax_tuned(cli_env):
+    """``examples/use_autotune.py`` holds ``byo_softmax.py``'s kernel with the decorator
+    swapped: the same kernel source, so the same stored configs."""
+    run_cli(["tune", "examples/byo_softmax.py:softmax", "--shape", "n_rows=64,n_cols=1000",
+             "--dtype", "fp32", "--backend", "interpret", "--trials", "2", "--confirm-top",
+             "0"], cli_env, check=True, timeout=300)
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "use_autotune.py")],
+                          env={**cli_env, "TRITON_INTERPRET": "1"}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "tier exact (tuned for {'n_rows': 64, 'n_cols': 1000} on cpu)" in proc.stdout, \
+        proc.stdout

@@ -64,6 +64,13 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     return (*errors, InsecureBrokerError)
 
 
+def _one_line(exc: BaseException) -> None:
+    """``error: …`` on one line, however wide (never wrapped), its text taken literally."""
+    from rich.markup import escape
+
+    err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+
+
 def friendly(fn: F) -> F:
     """Turn user-facing errors into one line and exit status 2 (1 for service failures)."""
 
@@ -75,10 +82,10 @@ def friendly(fn: F) -> F:
             return fn(*args, **kwargs)
         except Exception as exc:
             if isinstance(exc, _user_errors()):
-                err.print(f"[red]error:[/] {exc}", highlight=False)
+                _one_line(exc)
                 raise typer.Exit(2) from None
             if isinstance(exc, BenchStartError):
-                err.print(f"[red]error:[/] {exc}", highlight=False)
+                _one_line(exc)
                 raise typer.Exit(1) from None
             raise
 

@@ -32,6 +32,8 @@ def status(
     trials: Annotated[bool, typer.Option(
         "--trials", help="With JOB: also list every trial's phases (queue wait, compile, "
         "cache hit, device wait, check, timing seconds).")] = False,
+    last: Annotated[bool, typer.Option(
+        "--last", help="Show the most recent job (the one you just ran), as JOB would.")] = False,
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -42,6 +44,13 @@ def status(
     from tuner.app.views import summary_json
 
     settings = settings_for(db)
+    if last:
+        if job is not None:
+            raise UsageError("give JOB or --last, not both")
+        newest = recent_jobs(settings, 1)
+        if not newest:
+            raise UsageError("no job yet: tuner tune … starts one")
+        job = newest[0].job.id
     if as_json:
         found = [job_summary(settings, job)] if job is not None else \
             recent_jobs(settings, limit)
@@ -54,8 +63,7 @@ def status(
             j = s.job
             table.add_row(
                 str(j.id), j.kernel, j.dtype, j.device_kind, j.backend[:24], j.status,
-                str(len(s.problems)), str(s.measured),
-                f"{s.best_fraction:.4g}" if s.best_fraction is not None else "–",
+                str(len(s.problems)), str(s.measured), _fraction(s.best_fraction, j.backend),
                 j.created_at.strftime("%Y-%m-%d %H:%M:%S"))
         console.print(table)
         return
@@ -68,7 +76,7 @@ def status(
     for view in summary.problems:
         p = view.problem
         table.add_row(p.problem_key, p.status, str(p.measured),
-                      f"{p.best_fraction:.4g}" if p.best_fraction is not None else "–",
+                      _fraction(p.best_fraction, j.backend),
                       config_text(view.best.config if view.best else None),
                       p.stop_reason or "", p.study_name)
     console.print(table)
@@ -84,6 +92,15 @@ def status(
             console.print(line, highlight=False)
     if trials:
         console.print(phase_table(summary.phases))
+
+
+def _fraction(value: float | None, backend: str) -> str:
+    """A best fraction, marked when it is no measurement (``standin:``, ``model:``)."""
+    if value is None:
+        return "–"
+    mark = " (simulated)" if backend.startswith("standin:") else \
+        " (predicted)" if backend.startswith("model:") else ""
+    return f"{value:.4g}{mark}"
 
 
 def _param_text(p: Param) -> str:

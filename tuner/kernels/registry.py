@@ -66,6 +66,11 @@ _SANDBOX_HINT = ("; kernel code runs as a user of its own where the service runs
                  "(chmod o+rx on folders, o+r on files), or set TUNER_SANDBOX=off")
 
 
+#: Said when a neighbour import fails in a folder this process may not list.
+_UNLISTABLE_HINT = ("; if that module is beside the kernel: its folder is not listable by the "
+                    "user the kernel runs as (chmod o+rx it, or TUNER_SANDBOX=off)")
+
+
 def _check_root(ref: str, roots: Sequence[Path]) -> Path:
     """The file of ``path.py:NAME``; ``KernelError`` unless it exists inside ``roots``."""
     given = ref.rsplit(":", 1)[0]
@@ -104,7 +109,7 @@ def _load_file_kernel(ref: str, roots: Sequence[Path]) -> object:
             spec.loader.exec_module(module)
         except Exception as exc:  # user code: any failure is reported, not raised
             del sys.modules[module_name]
-            hint = _SANDBOX_HINT if isinstance(exc, ImportError | PermissionError) and \
+            hint = _UNLISTABLE_HINT if isinstance(exc, ImportError | PermissionError) and \
                 not os.access(path.parent, os.R_OK) else ""
             raise KernelError(f"importing {path} failed: {type(exc).__name__}: {exc}"
                               + hint) from None
