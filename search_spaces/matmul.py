@@ -1,6 +1,6 @@
 """The matmul search space: tile sizes, grouped ordering, warps and pipeline stages.
 
-Constraints follow ``reference/performance-anchors.md`` §3:
+Constraints follow ``docs/PERFORMANCE_FACTS.md`` §3:
 
 * shared memory: ``num_stages · (BLOCK_M·BLOCK_K + BLOCK_K·BLOCK_N) · elem_bytes`` must fit the
   target's opt-in shared memory per block (232448 B on H100/H200);

@@ -1,6 +1,6 @@
 """Recorded tuning spaces: Kernel Tuner cache files as search spaces.
 
-A cache file (``shared/data/replay/README.md``) declares a grid (``tune_params``, in
+A cache file (``benchmarks/data/replay/README.md``) declares a grid (``tune_params``, in
 ``tune_params_keys`` order) and records one entry per measured point, keyed ``"v1,v2,…"``.
 Grid points absent from the cache violated the kernel's restrictions: they are statically
 invalid here too (the ``recorded_point`` constraint). Files written incrementally may lack their

@@ -189,7 +189,7 @@ ALWAYS_BROKEN = spec(("compile_error",), name="always-broken", max_block=1024)
 
 
 def _launch_in_place(tensors, problem, config):  # type: ignore[no-untyped-def]
-    """``x += 1`` in place: every call changes the input it reads (checklist #9)."""
+    """``x += 1`` in place: every call changes the input it reads."""
     n = problem["N"]
     _add[(triton.cdiv(n, config["BLOCK"]),)](tensors["x"], tensors["x"], n,
                                               BLOCK=config["BLOCK"], DELTA=1.0)

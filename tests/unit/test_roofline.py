@@ -43,7 +43,7 @@ def test_memory_bound_rmsnorm_on_h100_sxm():
     assert s.gbps == pytest.approx(2685.0099, rel=1e-6)
 
 
-def test_ridge_points_match_the_anchors():
+def test_ridge_points_match_the_datasheets():
     assert roof(1, 1, 989, 3350).ridge == pytest.approx(295.2, abs=0.1)
     assert roof(1, 1, 989, 4800).ridge == pytest.approx(206.0, abs=0.1)
     assert roof(1, 1, 312, 2039).ridge == pytest.approx(153.0, abs=0.1)

@@ -95,13 +95,13 @@ def test_unknown_constraint_is_refused():
         Constraint.of("no_such_rule")
 
 
-# -- the matmul space against reference/performance-anchors.md §3 ---------------------------
+# -- the matmul space against docs/PERFORMANCE_FACTS.md §3 ------------------------------------
 def _cfg(bm, bn, bk, stages, warps, group=8):
     return {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group,
             "num_warps": warps, "num_stages": stages}
 
 
-def test_shared_memory_examples_from_the_anchors():
+def test_shared_memory_examples_from_the_performance_facts():
     # bf16: 128x256x64 fits at 4 stages (196,608 B) but not at 5 (245,760 B).
     assert pipeline_smem_bytes(_cfg(128, 256, 64, 4, 8), 2) == 196_608
     assert pipeline_smem_bytes(_cfg(128, 256, 64, 5, 8), 2) == 245_760

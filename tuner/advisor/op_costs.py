@@ -1,6 +1,6 @@
 """FLOPs and minimum bytes of one PyTorch operator call, from its input shapes and dtypes.
 
-What a perfect kernel must do (``reference/performance-anchors.md`` §4): bytes = every input
+What a perfect kernel must do (``docs/PERFORMANCE_FACTS.md`` §4): bytes = every input
 read once plus the output written once; FLOPs = 2·(output elements)·K for matmuls (+ one per
 output element for a bias), 4·batch·heads·Sq·Sk·D for attention, and for the rest one FLOP per
 output element per arithmetic step (the counts of ``tuner/kernels``: softmax 5, layernorm 7,

@@ -1,6 +1,6 @@
 """Device kinds: datasheet peaks, launch limits and name normalisation.
 
-Peaks are dense (no 2:4 sparsity) datasheet figures from ``reference/performance-anchors.md`` §1
+Peaks are dense (no 2:4 sparsity) datasheet figures from ``docs/PERFORMANCE_FACTS.md`` §1
 (TFLOP/s per dtype, HBM bandwidth in GB/s). The A100 40 GB bandwidth (1,555 GB/s) is from the
 NVIDIA A100 datasheet, the same source as the 80 GB row. The host CPU has no datasheet here: it
 is scored against ceilings measured on the spot (``workers.calibrate``).
@@ -40,7 +40,7 @@ class DeviceSpec:
     def exp_per_s(self) -> float | None:
         """Exponentials per second on the special-function units: 16 per SM per clock
         (sm_80/89/90) at the clock the datasheet peaks assume (≈ 3.9e12/s on an H100 SXM,
-        ``reference/performance-anchors.md`` §4)."""
+        ``docs/PERFORMANCE_FACTS.md`` §2)."""
         ghz = PEAK_CLOCK_GHZ.get(self.kind)
         return None if ghz is None else SFU_EXP_PER_CLOCK * self.sm_count * ghz * 1e9
 
@@ -65,8 +65,8 @@ def _peaks(fp32: float, tf32: float, bf16: float, fp8: float | None) -> dict[str
 
 _MB = 1024 * 1024
 SFU_EXP_PER_CLOCK = 16
-#: The clock (GHz) behind each kind's datasheet peaks: 1.83 for H100/H200 SXM (anchors §4),
-#: else the datasheet boost clock.
+#: The clock (GHz) behind each kind's datasheet peaks: 1.83 for H100/H200 SXM
+#: (docs/PERFORMANCE_FACTS.md §2), else the datasheet boost clock.
 PEAK_CLOCK_GHZ: dict[str, float] = {
     "h100-sxm": 1.83, "h200": 1.83, "h100-pcie": 1.755, "h100-nvl": 1.785,
     "a100-80gb": 1.41, "a100-40gb": 1.41, "l40s": 2.52, "l4": 2.04,

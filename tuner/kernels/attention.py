@@ -6,7 +6,7 @@ writes the row log-sum-exp (fp32, ``Z·H·S``) as a training forward does. One p
 the online softmax, in fp32, and never materialises the S×S scores. ``attention_causal`` skips the
 key blocks wholly above the diagonal and masks the one that straddles it.
 
-Counts (``reference/performance-anchors.md`` §4, FlashAttention convention): FLOPs =
+Counts (``docs/PERFORMANCE_FACTS.md`` §4, FlashAttention convention): FLOPs =
 4·Z·H·S²·D, halved when causal; minimum bytes = s·4·Z·H·S·D (Q, K, V read, O written) +
 4·Z·H·S (LSE); and an exp roof of Z·H·S² exponentials (halved when causal) on the GPU's
 special-function units.

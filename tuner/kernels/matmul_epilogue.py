@@ -4,7 +4,7 @@ Names are ``matmul`` followed by any of, in this order: ``+bias``, one of ``+rel
 ``+silu``, ``+residual`` — e.g. ``matmul+bias+gelu+residual`` or ``matmul+silu``. Each name is
 a kernel of its own (own best configs), sharing the matmul kernel, space and constraints.
 
-Counts (``reference/performance-anchors.md`` §4, "Fused GEMM + bias + activation"): FLOPs =
+Counts (``docs/PERFORMANCE_FACTS.md`` §4, "Fused GEMM epilogue"): FLOPs =
 2·M·N·K plus one FLOP per output element for each epilogue step (bias add, activation, residual
 add); minimum bytes = the matmul's plus s·N for the bias and s·M·N for the residual read.
 """

@@ -8,7 +8,7 @@ Starts from the roofline and charges what a tiled kernel loses against it:
 * wave quantisation: ``T`` tiles on ``SMs × c`` resident CTAs run in ``⌈T / (SMs·c)⌉`` waves,
   ``c`` limited by shared memory, registers and warps per SM;
 * the instruction: on Hopper a ``BLOCK_M ≥ 64`` tile with a multiple of 4 warps uses
-  warpgroup MMA; otherwise ``mma.sync`` at half the rate (performance-anchors §3);
+  warpgroup MMA; otherwise ``mma.sync`` at half the rate (``docs/PERFORMANCE_FACTS.md`` §3);
 * traffic: each A tile is read ``⌈N/BN⌉`` times and each B tile ``⌈M/BM⌉`` times from L2,
   assumed 3× HBM bandwidth;
 * pipelining: one stage serialises loads and math, two overlap most, three or more fully;
@@ -36,7 +36,7 @@ MAX_CTAS_PER_SM = 32
 MAX_WARPS_PER_SM = 64
 REGISTER_FILE = 65536  # 32-bit registers per SM
 LOOP_CYCLES = 200
-CLOCK_HZ = 1.83e9  # the clock the tensor-core peaks assume (performance-anchors §1)
+CLOCK_HZ = 1.83e9  # the clock the tensor-core peaks assume (docs/PERFORMANCE_FACTS.md §2)
 
 
 def resident_ctas(config: Mapping[str, Any], dtype: str, spec: DeviceSpec,

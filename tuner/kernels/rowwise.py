@@ -4,7 +4,7 @@ One program per row. When ``BLOCK_N`` covers the row the program reads it once; 
 walks the row in ``BLOCK_N`` chunks twice (statistics, then output). Arithmetic is fp32 whatever
 the input dtype; the output has the input's dtype.
 
-Counts (``reference/performance-anchors.md`` §4): all three are memory-bound, so the bytes
+Counts (``docs/PERFORMANCE_FACTS.md`` §4): all three are memory-bound, so the bytes
 decide the roofline. Minimum bytes: softmax ``M·N·(s_in + s_out)``; layernorm adds ``2·N·s`` for
 weight and bias; rmsnorm adds ``N·s`` for the weight (these forward kernels do not store mean or
 rstd). FLOPs, one per arithmetic step per element: softmax 5·M·N (max, subtract, exp, sum,
