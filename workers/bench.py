@@ -124,11 +124,13 @@ _NOT_USER = tuple(str(p) for p in (
 def user_frame(exc: BaseException) -> str | None:
     """``function, file.py:line`` of the innermost frame of ``exc`` in the user's own code
     (outside the service and installed packages), or None when there is none."""
-    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        name = frame.filename
-        if name.startswith("<") or str(Path(name).resolve()).startswith(_NOT_USER):
-            continue
-        return f"{frame.name}, {Path(name).name}:{frame.lineno}"
+    chain = [e for e in (exc.__cause__, exc) if e is not None]  # the innermost cause first
+    for error in chain:
+        for frame in reversed(traceback.extract_tb(error.__traceback__)):
+            name = frame.filename
+            if name.startswith("<") or str(Path(name).resolve()).startswith(_NOT_USER):
+                continue
+            return f"{frame.name}, {Path(name).name}:{frame.lineno}"
     return None
 
 

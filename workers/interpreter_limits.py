@@ -35,6 +35,21 @@ def _user_frame(exc: BaseException) -> tuple[str, int, str] | None:
     return None
 
 
+def _extern_names(exc: BaseException) -> list[str]:
+    """Names the failing kernel's module binds to ``triton.language.extra`` (libdevice)
+    functions, which the interpreter does not implement."""
+    cause = exc.__cause__ or exc
+    tb = cause.__traceback__
+    names: set[str] = set()
+    while tb is not None:
+        frame = tb.tb_frame
+        if not any(part in frame.f_code.co_filename for part in _LIBRARY_PARTS):
+            names = {n for n, v in frame.f_globals.items() if n in frame.f_code.co_names
+                     and str(getattr(v, "__module__", "")).startswith("triton.language.extra")}
+        tb = tb.tb_next
+    return sorted(names)
+
+
 def explain(exc: BaseException) -> str | None:
     """One line for a known interpreter limitation behind ``exc``; None for anything else."""
     if type(exc).__name__ != "InterpreterError":
@@ -47,6 +62,10 @@ def explain(exc: BaseException) -> str | None:
     missing = re.search(r"libdevice\.(\w+)", source)
     if missing and "None" in text:
         return (f"the Triton interpreter has no libdevice.{missing.group(1)}{at}; {ADVICE}")
+    extern = _extern_names(exc)
+    if extern and "None" in text:  # e.g. `from ...libdevice import tanh`: tanh(x) gave None
+        return (f"the Triton interpreter has no {', '.join(extern)} (a libdevice function the "
+                f"kernel imports: under the interpreter it returns None){at}; {ADVICE}")
     if "has no attribute 'to'" in text and ("float" in text or "int" in text):
         return (f"the Triton interpreter cannot call .to on a Python number{at}; {ADVICE}")
     return None  # a failure of the kernel itself keeps its own message

@@ -166,3 +166,41 @@ def test_interpreter_limits_are_named_in_one_line():
     assert text is not None and "cannot call .to on a Python number" in text
     assert "test_hardening.py:" in text and "--static-check" in text and "\n" not in text
     assert explain(ValueError("not the interpreter")) is None
+
+
+def test_a_libdevice_function_imported_by_name_is_named(tmp_path, monkeypatch):
+    """``from …libdevice import tanh`` then ``tanh(x) * y``: under the interpreter tanh gives
+    None and the *next* line fails; the message names tanh and the failing line."""
+    import importlib.util
+    import sys
+
+    import torch
+
+    module = tmp_path / "uses_libdevice.py"
+    module.write_text(
+        "import triton\nimport triton.language as tl\n"
+        "from triton.language.extra.libdevice import tanh\n\n\n"
+        "@triton.jit\ndef k(X, Y, N: tl.constexpr):\n"
+        "    x = tl.load(X + tl.arange(0, N))\n"
+        "    t = tanh(x)\n"
+        "    tl.store(Y + tl.arange(0, N), t * x)\n")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    spec = importlib.util.spec_from_file_location("uses_libdevice", module)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["uses_libdevice"] = mod
+    try:
+        spec.loader.exec_module(mod)
+        from workers.interpreter_limits import explain
+
+        x = torch.randn(16)
+        try:
+            mod.k[(1,)](x, torch.empty_like(x), N=16)
+        except Exception as exc:
+            text = explain(exc)
+        else:
+            raise AssertionError("the interpreter ran libdevice.tanh: this check is moot")
+    finally:
+        del sys.modules["uses_libdevice"]
+    assert text is not None and "has no tanh" in text, text
+    assert "uses_libdevice.py:10" in text and "\n" not in text
