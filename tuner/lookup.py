@@ -121,6 +121,11 @@ def _is_file_source(source: str) -> bool:
     return "://" not in source
 
 
+def shown_source(source: str) -> str:
+    """``source`` as messages show it: a file as given, a database URL without credentials."""
+    return source if _is_file_source(source) else source.split("@")[-1]
+
+
 def pow2_bucket(problem: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
     """Every dimension rounded up to a power of two."""
     return tuple(sorted((k, 1 << max(0, int(v) - 1).bit_length()) for k, v in problem.items()))
@@ -213,7 +218,7 @@ def _from_db(source: str, kernel: str, dtype: str) -> list[dict[str, Any]]:
 def _warn_once(source: str, exc: BaseException) -> None:
     if source in _FAILED:
         return
-    shown = source if _is_file_source(source) else source.split("@")[-1]  # no password
+    shown = shown_source(source)
     first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
     _FAILED[source] = f"{type(exc).__name__}: {first}"
     warnings.warn(f"tuner: cannot read tuned configs from {shown} ({_FAILED[source]}); "

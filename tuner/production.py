@@ -28,6 +28,7 @@ from typing import TypeVar
 from tuner.core.launch import triton_form
 from tuner.lookup import best_config
 from tuner.lookup import default_source
+from tuner.lookup import shown_source
 from tuner.lookup import source_error
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -79,10 +80,6 @@ def triton_configs(kernel: str, dtype: str, device_kind: str | None = None, top_
     return [to_triton_config(c) for c, _ in found]
 
 
-def _shown(source: str) -> str:
-    return source if "://" not in source else source.split("@")[-1]  # no password
-
-
 def tuned(kernel: str, problem: Callable[..., Mapping[str, int]],
           dtype: str | Callable[..., str], device_kind: str | None = None,
           source: str | None = None, default: Mapping[str, Any] | None = None,
@@ -108,8 +105,8 @@ def tuned(kernel: str, problem: Callable[..., Mapping[str, int]],
                 if config is None:
                     src = source or default_source()
                     why = source_error(src)
-                    raise LookupError(f"no tuned config for {kernel} {dt}"
-                                      + (f": cannot read {_shown(src)} ({why})" if why else ""))
+                    unread = f": cannot read {shown_source(src)} ({why})" if why else ""
+                    raise LookupError(f"no tuned config for {kernel} {dt}{unread}")
                 kwargs["config"] = config
             return fn(*args, **kwargs)
 

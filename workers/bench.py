@@ -14,7 +14,6 @@ with ``fatal=True`` so the process exits and is replaced.
 from __future__ import annotations
 
 import functools
-import sysconfig
 import time
 import traceback
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from tuner.kernels.spec import ConfigRejected
 from workers.compile_watch import watch_compiles
 from workers.devices import BenchDevice
 from workers.interpreter_limits import explain as explain_interpreter_limit
+from workers.interpreter_limits import innermost_user_frame
 from workers.timing import summarise
 
 
@@ -114,24 +114,11 @@ def _output_error(kernel: Any, tensors: dict[str, Any], expected: list[torch.Ten
     return max(relative_error(o, e) for o, e in zip(outs, expected, strict=True))
 
 
-#: Folders whose frames are not the user's: the service's packages and every installed one.
-_NOT_USER = tuple(str(p) for p in (
-    *(Path(__file__).resolve().parents[1] / d for d in ("tuner", "workers", "search_spaces",
-                                                         "db")),
-    *{Path(sysconfig.get_paths()[k]).resolve() for k in ("stdlib", "purelib", "platlib")}))
-
-
 def user_frame(exc: BaseException) -> str | None:
     """``function, file.py:line`` of the innermost frame of ``exc`` in the user's own code
     (outside the service and installed packages), or None when there is none."""
-    chain = [e for e in (exc.__cause__, exc) if e is not None]  # the innermost cause first
-    for error in chain:
-        for frame in reversed(traceback.extract_tb(error.__traceback__)):
-            name = frame.filename
-            if name.startswith("<") or str(Path(name).resolve()).startswith(_NOT_USER):
-                continue
-            return f"{frame.name}, {Path(name).name}:{frame.lineno}"
-    return None
+    frame = innermost_user_frame(exc)
+    return None if frame is None else f"{frame.name}, {Path(frame.filename).name}:{frame.lineno}"
 
 
 def _error_text(exc: BaseException) -> str:

@@ -12,27 +12,41 @@ from __future__ import annotations
 
 import linecache
 import re
+import sysconfig
 import traceback
 from pathlib import Path
 
 ADVICE = ("the kernel can still be tuned on a GPU (--backend cuda) or checked for this GPU "
           "with --static-check")
-_LIBRARY_PARTS = ("site-packages", "dist-packages", "/triton/", "/torch/", "/numpy/")
+#: Folders whose frames are not the user's: the service's packages and every installed one.
+_NOT_USER = tuple(str(p) for p in (
+    *(Path(__file__).resolve().parents[1] / d for d in ("tuner", "workers", "search_spaces",
+                                                         "db")),
+    *{Path(sysconfig.get_paths()[k]).resolve() for k in ("stdlib", "purelib", "platlib")}))
+
+
+def is_user_file(name: str) -> bool:
+    """Whether code in file ``name`` is the user's (not the service's, not installed)."""
+    return not name.startswith("<") and not str(Path(name).resolve()).startswith(_NOT_USER)
+
+
+def innermost_user_frame(exc: BaseException) -> traceback.FrameSummary | None:
+    """The innermost frame in the user's own code, looked for in ``exc``'s cause first
+    (an ``InterpreterError`` wraps the kernel's own exception), then in ``exc``."""
+    for error in (e for e in (exc.__cause__, exc) if e is not None):
+        for frame in reversed(traceback.extract_tb(error.__traceback__)):
+            if is_user_file(frame.filename):
+                return frame
+    return None
 
 
 def _user_frame(exc: BaseException) -> tuple[str, int, str] | None:
-    """(file, line, source) of the innermost frame outside Triton, torch and numpy."""
-    found = None
-    for cause in (exc.__cause__, exc):
-        if cause is None:
-            continue
-        for frame in traceback.extract_tb(cause.__traceback__):
-            if not any(part in frame.filename for part in _LIBRARY_PARTS):
-                line = frame.line or linecache.getline(frame.filename, frame.lineno or 0)
-                found = (frame.filename, frame.lineno or 0, (line or "").strip())
-        if found is not None:
-            return found
-    return None
+    """(file, line, source) of the innermost user frame."""
+    frame = innermost_user_frame(exc)
+    if frame is None:
+        return None
+    line = frame.line or linecache.getline(frame.filename, frame.lineno or 0)
+    return frame.filename, frame.lineno or 0, (line or "").strip()
 
 
 def _extern_names(exc: BaseException) -> list[str]:
@@ -43,7 +57,7 @@ def _extern_names(exc: BaseException) -> list[str]:
     names: set[str] = set()
     while tb is not None:
         frame = tb.tb_frame
-        if not any(part in frame.f_code.co_filename for part in _LIBRARY_PARTS):
+        if is_user_file(frame.f_code.co_filename):
             names = {n for n, v in frame.f_globals.items() if n in frame.f_code.co_names
                      and str(getattr(v, "__module__", "")).startswith("triton.language.extra")}
         tb = tb.tb_next

@@ -39,24 +39,6 @@ class _Question:
     dtypes: tuple[str, ...] | None
 
 
-def _generic_errors(problem: dict[str, int], dims: tuple[str, ...] | None) -> list[str]:
-    from tuner.kernels.spec import MAX_DIM
-
-    errors: list[str] = []
-    if dims is not None:
-        expected = ",".join(f"{d}=…" for d in dims)
-        missing = [d for d in dims if d not in problem]
-        extra = [d for d in problem if d not in dims]
-        if missing:
-            errors.append(f"missing dimension(s) {', '.join(missing)} (expected {expected})")
-        if extra:
-            errors.append(f"unknown dimension(s) {', '.join(extra)} (expected {expected})")
-    errors += [f"{d} must be positive, got {v}" for d, v in problem.items() if v <= 0]
-    errors += [f"{d}={v} is larger than the limit {MAX_DIM}" for d, v in problem.items()
-               if v > MAX_DIM]
-    return errors
-
-
 def _question(kernel: str, shape: str, settings: Settings) -> _Question:
     """The checked question (``UsageError`` for a bad shape, as ``tuner tune`` checks it).
 
@@ -65,18 +47,19 @@ def _question(kernel: str, shape: str, settings: Settings) -> _Question:
     elsewhere) gets the checks every problem must pass: positive sizes within the bounds."""
     from tuner.kernels.names import builtin_signature
     from tuner.kernels.names import is_file_ref
+    from tuner.kernels.spec import dimension_errors
 
     signature = builtin_signature(kernel)
     if signature is not None:
         dims, dtypes = signature
         problem = parse_shape(shape, list(dims))
-        errors = _generic_errors(problem, dims)
+        errors = dimension_errors(problem, dims)
         if errors:
             raise UsageError(f"bad shape {shape!r} for {kernel}: {'; '.join(errors)}")
         return _Question(kernel, {d: problem[d] for d in dims}, None, dtypes)
     if not is_file_ref(kernel):
         problem = parse_shape(shape, [])
-        errors = _generic_errors(problem, None)
+        errors = dimension_errors(problem, None)
         if errors:
             raise UsageError(f"bad shape {shape!r}: {'; '.join(errors)}")
         return _Question(kernel, problem, None, None)

@@ -100,23 +100,7 @@ class KernelSpec:
 
     def problem_errors(self, problem: Mapping[str, Any]) -> list[str]:
         """Why ``problem`` cannot be tuned (empty when it can)."""
-        errors: list[str] = []
-        missing = [d for d in self.dims if d not in problem]
-        extra = [d for d in problem if d not in self.dims]
-        if missing:
-            errors.append(f"missing dimension(s) {', '.join(missing)} (expected {self.dims_text})")
-        if extra:
-            errors.append(f"unknown dimension(s) {', '.join(extra)} (expected {self.dims_text})")
-        for dim in self.dims:
-            value = problem.get(dim)
-            if value is None:
-                continue
-            if not isinstance(value, int) or isinstance(value, bool):
-                errors.append(f"{dim} must be an integer, got {value!r}")
-            elif value <= 0:
-                errors.append(f"{dim} must be positive, got {value}")
-            elif value > self.max_dim:
-                errors.append(f"{dim}={value} is larger than the limit {self.max_dim}")
+        errors = dimension_errors(problem, tuple(self.dims), self.max_dim)
         if not errors and self.problem_check is not None:
             errors.extend(self.problem_check(problem))
         if not errors and self.tensor_elements is not None:
@@ -130,10 +114,6 @@ class KernelSpec:
             choices = ", ".join(self.dtypes)
             return [f"unknown dtype {dtype!r} for {self.name} (choose from {choices})"]
         return []
-
-    @property
-    def dims_text(self) -> str:
-        return ",".join(f"{d}=…" for d in self.dims)
 
     def canonical_problem(self, problem: Mapping[str, int]) -> dict[str, int]:
         """The problem with its dimensions in declared order."""
@@ -149,3 +129,31 @@ class KernelSpec:
 
     def elem_bytes(self, dtype: str) -> int:
         return DTYPE_BYTES[dtype]
+
+
+def dimension_errors(problem: Mapping[str, Any], dims: tuple[str, ...] | None,
+                     max_dim: int = MAX_DIM) -> list[str]:
+    """Why ``problem``'s sizes cannot be a problem of a kernel with ``dims`` (None: any names):
+    missing or unknown dimensions, sizes that are not positive integers of at most
+    ``max_dim``. Empty when they can."""
+    errors: list[str] = []
+    names = tuple(problem) if dims is None else dims
+    if dims is not None:
+        expected = ",".join(f"{d}=…" for d in dims)
+        missing = [d for d in dims if d not in problem]
+        extra = [d for d in problem if d not in dims]
+        if missing:
+            errors.append(f"missing dimension(s) {', '.join(missing)} (expected {expected})")
+        if extra:
+            errors.append(f"unknown dimension(s) {', '.join(extra)} (expected {expected})")
+    for dim in names:
+        value = problem.get(dim)
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool):
+            errors.append(f"{dim} must be an integer, got {value!r}")
+        elif value <= 0:
+            errors.append(f"{dim} must be positive, got {value}")
+        elif value > max_dim:
+            errors.append(f"{dim}={value} is larger than the limit {max_dim}")
+    return errors
