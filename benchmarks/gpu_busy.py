@@ -2,8 +2,9 @@
 
 SIMULATED DEVICE, REAL COMPILES. Each run is a local tuning job (``tuner.app.local``: driver,
 database, worker threads, bench process) on the stand-in device ``standin:<kind>``
-(``workers.standin``): every config is compiled by Triton for the kind's target (``sm_90`` for
-the H200) on this CPU, in the worker's compile pool or, serially, on the device's first call;
+(``tuner.measure.standin``): every config is compiled by Triton for the kind's target
+(``sm_90`` for the H200) on this CPU, in the worker's compile pool or, serially, on the
+device's first call;
 the device is not real: it is held (a sleep) for the request's timing budget (warm-up +
 ``rep_ms``, as ``do_bench`` holds a GPU), the run time ``r``. Every run starts with an empty
 Triton cache, so every compile is real. All variants of one ``r`` run the same configs (the

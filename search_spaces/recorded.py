@@ -87,7 +87,7 @@ def median_ms(entry: Mapping[str, Any]) -> float | None:
     samples = sorted(recorded_samples(entry))
     if not samples:
         return None
-    pos = 0.5 * (len(samples) - 1)  # the interpolation of ``workers.timing.quantile``
+    pos = 0.5 * (len(samples) - 1)  # the interpolation of ``tuner.measure.timing.quantile``
     lo = int(pos)
     hi = min(lo + 1, len(samples) - 1)
     return samples[lo] + (samples[hi] - samples[lo]) * (pos - lo)

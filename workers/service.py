@@ -31,7 +31,7 @@ from db.session import make_engine
 from db.session import normalise_url
 from tuner.core.isolation import sandbox_mode
 from tuner.core.settings import Settings
-from workers.backends.registry import make_backend
+from tuner.measure.backends.registry import make_backend
 from workers.celery_app import CPU_QUEUE
 from workers.celery_app import configure
 from workers.tasks import ENV_COMPILE
@@ -54,7 +54,7 @@ class DeviceInfo:
 
 
 def check_device(device: str) -> str:
-    """``cpu``, ``cuda:N``, or ``standin:<gpu kind>`` (a simulated GPU: ``workers.standin``)."""
+    """``cpu``, ``cuda:N``, or ``standin:<gpu kind>`` (a simulated GPU)."""
     if device == "cpu" or (device.startswith("cuda:") and device[5:].isdigit()) or \
             (device.startswith("standin:") and len(device) > len("standin:")):
         return device
@@ -153,8 +153,8 @@ def run_worker(settings: Settings, device: str, name: str | None = None,
     """Probe, register, heartbeat and consume until Celery shuts down (blocking); returns the
     exit status (``exit_status``).
 
-    ``compile_procs`` > 0 on a GPU: a pipelined worker (``workers.pipeline``): Celery's thread
-    pool runs ``2 + compile_procs`` tasks at once (one on the device, one compiled and
+    ``compile_procs`` > 0 on a GPU: a pipelined worker (``tuner.measure.pipeline``): Celery's
+    thread pool runs ``2 + compile_procs`` tasks at once (one on the device, one compiled and
     waiting, the rest compiling), which share the device's bench process and a pool of
     ``compile_procs`` compile processes; else one prefork process, one task."""
     device = check_device(device)

@@ -20,16 +20,16 @@ from celery.signals import worker_shutdown
 from db.session import make_engine
 from db.session import session_factory
 from tuner.control.tickets import Ticket
+from tuner.control.trial_worker import TrialWorker
 from tuner.core.settings import Settings
-from workers.backends.base import Backend
-from workers.backends.pool import BackendPool
-from workers.backends.registry import make_backend
+from tuner.measure.backends.base import Backend
+from tuner.measure.backends.pool import BackendPool
+from tuner.measure.backends.registry import make_backend
+from tuner.measure.pipeline import CompilePool
+from tuner.measure.pipeline import PipelinedBackend
+from tuner.measure.pipeline import worker_backends
 from workers.celery_app import BENCH_TASK
 from workers.celery_app import app
-from workers.pipeline import CompilePool
-from workers.pipeline import PipelinedBackend
-from workers.pipeline import worker_backends
-from workers.worker import TrialWorker
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class _Runtime:
 
     def _pipelined(self, device: str) -> dict[str, Backend]:
         """The device backend fed by a compile pool, when the worker compiles ahead
-        (``workers.pipeline.worker_backends``)."""
+        (``tuner.measure.pipeline.worker_backends``)."""
         procs, _, kind = os.environ.get(ENV_COMPILE, "0:").partition(":")
         self.compile_procs = int(procs or 0)
         if self.compile_procs <= 0:

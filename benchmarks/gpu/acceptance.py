@@ -5,11 +5,11 @@ them, in the same run, with torch, Triton's default configs and torch.compile(ma
     python benchmarks/gpu/acceptance.py OUT_DIR --tiny     # interpreter sizes, any machine
 
 Steps: calibrate the device's ceilings (device-to-device copy bandwidth, a large matmul per
-dtype: ``workers/calibrate.py``); for each case (``acceptance_cases.py``) tune it with a fixed
+dtype: ``tuner.measure.calibrate``); for each case (``acceptance_cases.py``) tune it with a fixed
 trial budget through the embedded service (``tuner.tune``: isolated bench process, the
 default search, results in a SQLite file under OUT_DIR), check the tuned config's output
 against the reference, record the tuning job's device time (GPU-seconds, device-busy
-fraction: the worker compiles ahead in a pool, ``workers/pipeline.py``), then time the tuned
+fraction: the worker compiles ahead in a pool, ``tuner/measure/pipeline.py``), then time the tuned
 kernel and every baseline interleaved
 (round-robin, L2 flushed on a GPU) and score each against the roofline (the datasheet on a
 known GPU, the measured ceilings otherwise). Prints one table and the targets, and writes
@@ -50,12 +50,12 @@ from tuner.core.roofline import Ceilings  # noqa: E402
 from tuner.core.roofline import roof  # noqa: E402
 from tuner.core.types import TimingSettings  # noqa: E402
 from tuner.kernels import load_kernel  # noqa: E402
-from workers.bench import relative_error  # noqa: E402
+from tuner.measure.bench import relative_error  # noqa: E402
 
 
 def _device(cache: Path) -> Any:
-    from workers.devices import CpuDevice
-    from workers.devices import CudaDevice
+    from tuner.measure.devices import CpuDevice
+    from tuner.measure.devices import CudaDevice
 
     return CudaDevice(cache) if torch.cuda.is_available() else CpuDevice(cache)
 

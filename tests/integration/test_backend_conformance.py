@@ -15,6 +15,11 @@ import torch
 from tests.conftest import ROOT
 from tests.conftest import replay_file
 from tuner.core.roofline import score
+from tuner.measure.backends.base import Backend
+from tuner.measure.backends.registry import make_backend
+from tuner.measure.pipeline import CompilePool
+from tuner.measure.pipeline import PipelinedBackend
+from tuner.measure.timing import summarise
 from tuner.testing import conformance
 from tuner.testing.conformance import CHECKS
 from tuner.testing.conformance import BackendCase
@@ -29,11 +34,6 @@ from tuner.testing.fake_cuda import FakeFlushBuffer
 from tuner.testing.fake_cuda import Op
 from tuner.testing.fake_cuda import TimingLoopError
 from tuner.testing.fake_cuda import timing_samples
-from workers.backends.base import Backend
-from workers.backends.registry import make_backend
-from workers.pipeline import CompilePool
-from workers.pipeline import PipelinedBackend
-from workers.timing import summarise
 
 BACKENDS = [
     pytest.param("interpret", id="interpret"),

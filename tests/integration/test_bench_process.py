@@ -11,7 +11,7 @@ from tests.conftest import FAULT_KERNEL
 from tests.conftest import ROOT
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import TimingSettings
-from workers.bench_process import BenchProcess
+from tuner.measure.bench_process import BenchProcess
 
 FAST = TimingSettings(warmup_ms=0, rep_ms=5, min_reps=2, max_reps=5)
 

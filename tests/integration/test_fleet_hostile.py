@@ -41,7 +41,7 @@ def test_a_kernel_on_a_fleet_worker_reads_no_credential(fleet):
 
 
 def test_kill_9_of_a_worker_kills_its_spinning_bench_process(fleet):
-    before = set(running(b"workers.bench_child"))
+    before = set(running(b"tuner.measure.bench_child"))
     fleet.start_worker("w1")
     fleet.start_scheduler()
     fleet.submit(f"{FAULT_KERNEL}:SPIN", "--shape", "N=100", "--trials", "1",
@@ -49,7 +49,7 @@ def test_kill_9_of_a_worker_kills_its_spinning_bench_process(fleet):
     fleet.wait(lambda: fleet.rows("SELECT count(*) FROM tuner_trials WHERE status = "
                                   "'running'")[0][0] == 1, 120, "the spinning trial")
     time.sleep(1.0)
-    spinning = [p for p in running(b"workers.bench_child") if p not in before]
+    spinning = [p for p in running(b"tuner.measure.bench_child") if p not in before]
     assert spinning
     fleet.kill("w1", signal.SIGKILL)  # the worker's process group; bench children have theirs
     wait_gone(spinning)

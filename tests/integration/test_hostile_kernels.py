@@ -38,7 +38,7 @@ if sys.argv[1] == "open":  # the probe in a plain child of an unprotected parent
     sys.exit(0)
 assert protect_process()
 from tuner.core.types import BenchmarkRequest, TimingSettings
-from workers.bench_process import BenchProcess
+from tuner.measure.bench_process import BenchProcess
 p = BenchProcess("interpret", cache_dir=Path(sys.argv[2]), kernel_roots=(Path(sys.argv[3]),))
 m = p.run(BenchmarkRequest(trial_id=1, attempt=1, job_id=1, kernel=sys.argv[4] + ":PROBE",
     problem={"N": 100}, dtype="fp32", params={"mode": "probe", "BLOCK": 64},
@@ -188,7 +188,7 @@ def test_an_in_place_kernel_is_checked_on_fresh_inputs_before_it_is_timed(cache_
     check ran on the first call with fresh inputs, so it passes."""
     from tuner.core.types import BenchmarkRequest
     from tuner.core.types import TimingSettings
-    from workers.bench_process import BenchProcess
+    from tuner.measure.bench_process import BenchProcess
 
     proc = BenchProcess("interpret", cache_dir=cache_dir, kernel_roots=(ROOT,))
     try:

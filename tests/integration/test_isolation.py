@@ -28,7 +28,7 @@ from tests.integration.test_hostile_kernels import _leaked
 from tuner.core.isolation import SandboxPolicy
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import TimingSettings
-from workers.bench_process import BenchProcess
+from tuner.measure.bench_process import BenchProcess
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tuner.core.types import BenchmarkRequest
-from workers.bench_process import BenchProcess
+from tuner.measure.bench_process import BenchProcess
 
 MM = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8,
       "num_stages": 3}

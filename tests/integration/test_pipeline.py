@@ -1,5 +1,5 @@
-"""The pipelined worker (``workers.pipeline``) with real processes: real Triton compiles for
-``sm_90`` in a compile pool, a stand-in device (``workers.standin``: simulated device time),
+"""The pipelined worker (``tuner.measure.pipeline``) with real processes: real Triton compiles for
+``sm_90`` in a compile pool, a stand-in device (``tuner.measure.standin``: simulated device time),
 a local job, and a Celery worker with a thread pool."""
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from tuner.core.types import Budget
 from tuner.core.types import JobSpec
 from tuner.core.types import Measurement
 from tuner.core.types import TimingSettings
-from workers.backends.registry import make_backend
-from workers.pipeline import CompilePool
-from workers.pipeline import PipelinedBackend
+from tuner.measure.backends.registry import make_backend
+from tuner.measure.pipeline import CompilePool
+from tuner.measure.pipeline import PipelinedBackend
 
 FAULT = "tests/kernels/fault_kernel.py:COMPILE_ERROR"
 MATMUL_CONFIGS = [

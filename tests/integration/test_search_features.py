@@ -22,9 +22,9 @@ from tuner.core.types import Budget
 from tuner.core.types import JobSpec
 from tuner.core.types import TimingSettings
 from tuner.kernels import resolve_kernel
+from tuner.measure.bench_process import BenchProcess
 from tuner.search import Told
 from tuner.search.model_search import ModelSearch
-from workers.bench_process import BenchProcess
 
 UNCONSTRAINED = f"{ROOT / 'tests' / 'kernels' / 'unconstrained_matmul.py'}:UNCONSTRAINED"
 FAST = TimingSettings(warmup_ms=0, rep_ms=10, min_reps=2, max_reps=5)

@@ -88,8 +88,8 @@ def _grandchild(kind: str) -> None:
 
 
 def _patch_measuring_code() -> None:
-    import workers.bench as bench
-    import workers.timing as timing
+    import tuner.measure.bench as bench
+    import tuner.measure.timing as timing
 
     bench.relative_error = lambda out, ref: 0.0  # type: ignore[assignment]
     real = timing.summarise

@@ -60,7 +60,7 @@ def test_compile_ahead_defaults_follow_the_cores_and_only_gpu_backends_pipeline(
     from tuner.app.options import FLEET_LOOKAHEAD
     from tuner.app.options import lookahead_for
     from tuner.core.parsing import UsageError
-    from workers.pipeline import default_compile_procs
+    from tuner.measure.pipeline import default_compile_procs
 
     assert default_compile_procs(gpus=1, cores=2) == 1
     assert default_compile_procs(gpus=8, cores=128) == 8  # 15 per GPU, capped at 8

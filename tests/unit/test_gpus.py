@@ -16,7 +16,7 @@ from tuner.core.isolation import SandboxPolicy
 from tuner.core.isolation import open_sandbox
 from tuner.core.parsing import UsageError
 from tuner.core.settings import Settings
-from workers.bench_process import BenchProcess
+from tuner.measure.bench_process import BenchProcess
 
 FOUR = {"CUDA_VISIBLE_DEVICES": "0,1,2,3"}
 

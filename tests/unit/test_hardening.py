@@ -17,9 +17,9 @@ from tuner.core.sandbox import sandbox_environment
 from tuner.core.types import Budget
 from tuner.core.types import JobSpec
 from tuner.core.types import TimingSettings
+from tuner.measure.devices import _Nvml
+from tuner.measure.devices import nvml_uuid
 from tuner.optuna.dashboard import read_only
-from workers.devices import _Nvml
-from workers.devices import nvml_uuid
 
 SPEC = JobSpec(kernel="matmul", problems=[{"M": 64, "N": 64, "K": 64}], dtype="fp16",
                backend="interpret", device_kind="cpu")
@@ -151,7 +151,7 @@ def test_no_task_the_bounds_allow_outlives_the_visibility_timeout():
 def test_interpreter_limits_are_named_in_one_line():
     from triton.runtime.errors import InterpreterError
 
-    from workers.interpreter_limits import explain
+    from tuner.measure.interpreter_limits import explain
 
     def kernel_line() -> None:
         raise AttributeError("'float' object has no attribute 'to'")
@@ -191,7 +191,7 @@ def test_a_libdevice_function_imported_by_name_is_named(tmp_path, monkeypatch):
     sys.modules["uses_libdevice"] = mod
     try:
         spec.loader.exec_module(mod)
-        from workers.interpreter_limits import explain
+        from tuner.measure.interpreter_limits import explain
 
         x = torch.randn(16)
         try:

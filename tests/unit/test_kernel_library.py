@@ -15,7 +15,7 @@ from tuner.core.roofline import roof
 from tuner.kernels import KernelError
 from tuner.kernels import load_kernel
 from tuner.kernels.names import parse_epilogue
-from workers.bench import relative_error
+from tuner.measure.bench import relative_error
 
 ROW_SHAPES = [
     {"M": 1, "N": 1},  # tiny

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tuner.kernels import load_kernel
-from workers.bench import relative_error
+from tuner.measure.bench import relative_error
 
 MATMUL = load_kernel("matmul")
 

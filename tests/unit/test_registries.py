@@ -12,8 +12,8 @@ from tuner.control.searches import SEARCHES
 from tuner.control.searches import make_proposer
 from tuner.core.registry import Registry
 from tuner.core.registry import UnknownName
-from workers.backends.registry import BACKENDS
-from workers.backends.registry import make_backend
+from tuner.measure.backends.registry import BACKENDS
+from tuner.measure.backends.registry import make_backend
 
 
 def test_a_registry_names_what_it_holds():

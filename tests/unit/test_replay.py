@@ -13,7 +13,7 @@ from search_spaces.recorded import recorded_space
 from tests.conftest import replay_file
 from tuner.core.roofline import score
 from tuner.core.types import BenchmarkRequest
-from workers.backends.replay import ReplayBackend
+from tuner.measure.backends.replay import ReplayBackend
 
 FILES = ["pnpoly_RTX_3090.json.gz", "convolution_A4000.json.gz", "dedispersion_A4000.json.gz",
          "gemm_RTX_2080_Ti.json.gz"]

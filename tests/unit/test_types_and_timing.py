@@ -13,8 +13,8 @@ from tuner.core.types import Measurement
 from tuner.core.types import TimingSettings
 from tuner.core.types import problem_hash
 from tuner.core.types import problem_key
-from workers.timing import repetitions
-from workers.timing import summarise
+from tuner.measure.timing import repetitions
+from tuner.measure.timing import summarise
 
 
 def _request() -> BenchmarkRequest:

@@ -122,7 +122,7 @@ def _top_level(events: Sequence[Any], on_gpu: bool) -> list[Call]:
 
 #: Measures the ceilings of the running device: ``measure(device, name)`` with ``device``
 #: "cpu" or "cuda" and ``name`` the device kind → ``{"tflops": {dtype: …}, "bandwidth_gbps":
-#: …}``. The caller supplies it (the service's calibration, ``workers.calibrate``).
+#: …}``. The caller supplies it (the service's calibration, ``tuner.measure.calibrate``).
 MeasureCeilings = Callable[[str, str], Mapping[str, Any]]
 
 

@@ -183,13 +183,13 @@ def run_scheduler(settings: Settings, poll_s: float,
 
 def compile_procs_for(device: str, option: int | None) -> int:
     """A worker's compile processes: the option, else (on a GPU) the host's cores per GPU
-    less one, at most 8 (``workers.pipeline.default_compile_procs``); 0 on the CPU."""
+    less one, at most 8 (``tuner.measure.pipeline.default_compile_procs``); 0 on the CPU."""
     if device == "cpu":
         return 0
     if option is not None:
         return option
     from tuner.app.machine import local_gpu_names
-    from workers.pipeline import default_compile_procs
+    from tuner.measure.pipeline import default_compile_procs
 
     return default_compile_procs(gpus=max(1, len(local_gpu_names())))
 
@@ -197,7 +197,7 @@ def compile_procs_for(device: str, option: int | None) -> int:
 def run_worker(settings: Settings, device: str, name: str | None, queue: str | None,
                compile_procs: int = 0) -> int:
     """Probe the device, register and consume the device kind's queue (blocking); with
-    ``compile_procs`` > 0 the worker compiles ahead (``workers.pipeline``). Returns the exit
+    ``compile_procs`` > 0 the worker compiles ahead (``tuner.measure.pipeline``). Returns the exit
     status: non-zero when the worker failed or stopped without being asked to."""
     from workers.service import run_worker as serve
 

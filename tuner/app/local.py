@@ -3,7 +3,7 @@
 The embedded default (no Redis): an inline queue of ``spec.parallel`` worker threads, each with
 its own isolated bench process (on a GPU with ``spec.lookahead`` > 0: ``1 + lookahead`` threads
 per device, which share it and a pool of ``lookahead - 1`` compile processes,
-``workers.pipeline``),
+``tuner.measure.pipeline``),
 a driver stepping the job, and a mirror thread recording told
 trials in their Optuna studies. Progress goes to ``on_event`` (``tuner.app.progress``).
 
@@ -36,6 +36,8 @@ from tuner.control.jobs import JobError
 from tuner.control.jobs import create_job
 from tuner.control.jobs import validate
 from tuner.control.queue import InlineQueue
+from tuner.control.trial_worker import TrialWorker
+from tuner.control.trial_worker import worker_name
 from tuner.core.devices import CPU_KIND
 from tuner.core.devices import DEVICES
 from tuner.core.devices import normalise_device_name
@@ -44,17 +46,15 @@ from tuner.core.isolation import remove_tenant
 from tuner.core.settings import Settings
 from tuner.core.types import JobSpec
 from tuner.kernels import KernelSpec
+from tuner.measure.backends.base import Backend
+from tuner.measure.backends.pool import BackendPool
+from tuner.measure.backends.registry import make_backend
+from tuner.measure.bench_process import BenchStartError
+from tuner.measure.pipeline import CompilePool
+from tuner.measure.pipeline import PipelinedBackend
+from tuner.measure.pipeline import worker_backends
 from tuner.optuna.mirror import Mirror
 from tuner.optuna.mirror import MirrorThread
-from workers.backends.base import Backend
-from workers.backends.pool import BackendPool
-from workers.backends.registry import make_backend
-from workers.bench_process import BenchStartError
-from workers.pipeline import CompilePool
-from workers.pipeline import PipelinedBackend
-from workers.pipeline import worker_backends
-from workers.worker import TrialWorker
-from workers.worker import worker_name
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ def start_backends(backend: str, n: int, settings: Settings,
                    tenant: str | None = None) -> list[Backend]:
     """``n`` started backends of one kind, one GPU each on ``cuda`` (``tuner.core.gpus``;
     ``UsageError`` when they would share one), all closed again if one fails to start;
-    ``tenant``: the local run their processes serve (``workers.bench_process``)."""
+    ``tenant``: the local run their processes serve (``tuner.measure.bench_process``)."""
     backends: list[Backend] = []
     names = bench_backends(backend, n, settings.gpus)
     try:
@@ -182,7 +182,7 @@ def can_pipeline(spec: JobSpec) -> bool:
 def pipelined(spec: JobSpec, backends: list[Backend], settings: Settings,
               tenant: str | None = None) -> list[Backend]:
     """``backends`` each wrapped with a started pool of ``spec.lookahead - 1`` compile
-    processes (at least one; ``workers.pipeline``), or ``backends`` itself when the job does
+    processes (at least one; ``tuner.measure.pipeline``), or ``backends`` itself when the job does
     not pipeline or its compile processes cannot start (a warning; the device compiles). The
     extra trial in flight keeps a compiled config waiting for the device."""
     if not can_pipeline(spec):
@@ -210,7 +210,7 @@ def pipelined(spec: JobSpec, backends: list[Backend], settings: Settings,
 
 
 def devices_for(spec: JobSpec, backend: Backend) -> dict[str, Backend]:
-    """The backends of one local worker thread (``workers.pipeline.worker_backends`` when it
+    """The backends of one local worker thread (``tuner.measure.pipeline.worker_backends`` when it
     compiles ahead)."""
     if isinstance(backend, PipelinedBackend):
         return worker_backends(spec.backend, backend)

@@ -133,7 +133,7 @@ def lookahead_for(option: int | None, backend: str, parallel: int, *, submit: bo
     if option is not None and not 0 <= option <= MAX_COMPILE_PROCS:
         raise UsageError(f"--compile-procs must be between 0 and {MAX_COMPILE_PROCS}, "
                          f"not {option}")
-    from workers.pipeline import default_compile_procs
+    from tuner.measure.pipeline import default_compile_procs
 
     procs = default_compile_procs(gpus=parallel) if option is None else option
     return procs + 1 if procs > 0 else 0

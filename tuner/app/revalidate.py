@@ -26,8 +26,8 @@ from tuner.core.settings import Settings
 from tuner.core.types import BenchmarkRequest
 from tuner.kernels import resolve_kernel
 from tuner.kernels.names import is_file_ref
-from workers.backends.base import Backend
-from workers.backends.registry import make_backend
+from tuner.measure.backends.base import Backend
+from tuner.measure.backends.registry import make_backend
 
 
 @dataclass

@@ -76,7 +76,7 @@ def friendly(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from workers.bench_process import BenchStartError
+        from tuner.measure.bench_process import BenchStartError
 
         try:
             return fn(*args, **kwargs)

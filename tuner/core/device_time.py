@@ -1,9 +1,9 @@
 """Where a job's device time went: measuring, compiling on the device, idle (GPU-seconds).
 
 Reads the ``phases`` every trial records (``Measurement.phases``, stored in
-``tuner_trials.phases``; written by ``workers.bench``, ``workers.bench_process``,
-``workers.pipeline`` and ``workers.worker``). All times in seconds; ``device_start`` and
-``device_end`` are unix seconds.
+``tuner_trials.phases``; written by ``tuner.measure.bench``, ``tuner.measure.bench_process``,
+``tuner.measure.pipeline`` and ``tuner.control.trial_worker``). All times in seconds;
+``device_start`` and ``device_end`` are unix seconds.
 
 Definitions, per worker (one device):
 

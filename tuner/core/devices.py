@@ -3,7 +3,7 @@
 Peaks are dense (no 2:4 sparsity) datasheet figures from ``docs/PERFORMANCE_FACTS.md`` §1
 (TFLOP/s per dtype, HBM bandwidth in GB/s). The A100 40 GB bandwidth (1,555 GB/s) is from the
 NVIDIA A100 datasheet, the same source as the 80 GB row. The host CPU has no datasheet here: it
-is scored against ceilings measured on the spot (``workers.calibrate``).
+is scored against ceilings measured on the spot (``tuner.measure.calibrate``).
 """
 
 from __future__ import annotations

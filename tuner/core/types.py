@@ -197,7 +197,7 @@ def _finite_positive(x: float | None) -> bool:
 
 @dataclass(frozen=True)
 class StaticResult(JsonRecord):
-    """A config compiled for a GPU target without running it (``workers.static_check``).
+    """A config compiled for a GPU target without running it (``tuner.measure.static_check``).
 
     ``status``: ``ok``; ``out_of_resources`` (more shared memory than a block may have: it
     cannot launch); ``spills`` (ptxas spilled registers to local memory); or the status of a
@@ -291,7 +291,7 @@ class JobSpec(JsonRecord):
     #: Start the default search from the best stored configs of this kernel and dtype on up to
     #: ``transfer`` related problems (``tuner.search.transfer``); 0: off.
     transfer: int = DEFAULT_TRANSFER
-    #: Trials per worker in flight beyond the one on its device (``workers.pipeline``): the
+    #: Trials per worker in flight beyond the one on its device (``tuner.measure.pipeline``): the
     #: driver keeps ``parallel × (1 + lookahead)`` in flight. A pipelined worker with ``p``
     #: compile processes wants ``p + 1``: ``p`` compiling, one compiled and waiting; 0: serial.
     lookahead: int = 0

@@ -1,6 +1,6 @@
 """One contract for every backend (DESIGN.md decision 9), as checks a test suite runs against
 each: ``interpret``, ``replay:<file>``, ``model:<gpu kind>``, ``compile:<gpu kind>``,
-``standin:<gpu kind>`` alone and behind a compile pool (``workers.pipeline``), the fake GPU
+``standin:<gpu kind>`` alone and behind a compile pool (``tuner.measure.pipeline``), the fake GPU
 (``tuner.testing.fake_cuda``) and, on a GPU machine, ``cuda``.
 
 A backend answers a valid config with a timed, scorable measurement and a bad one with a
@@ -27,7 +27,7 @@ from typing import Any
 from tuner.core.roofline import score
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import TimingSettings
-from workers.backends.base import Backend
+from tuner.measure.backends.base import Backend
 
 #: Two valid 64×64×64 matmul configs and one Triton rejects (BLOCK_K not a power of two).
 MATMUL_OK = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 4, "num_warps": 4,

@@ -1,6 +1,6 @@
 """A fake CUDA GPU for the conformance kit: the service's real CUDA device code
-(``workers.devices.CudaDevice``, ``workers.timing``) driven by a simulated runtime, so the
-timing loop, its statistics and the provenance are checked without a GPU.
+(``tuner.measure.devices.CudaDevice``, ``tuner.measure.timing``) driven by a simulated runtime,
+so the timing loop, its statistics and the provenance are checked without a GPU.
 
 ``FakeCudaDevice`` is a ``CudaDevice`` whose runtime (``torch.cuda``'s ``is_available``,
 ``init``, ``get_device_properties``, ``synchronize``, ``Event``) keeps a simulated clock and a
@@ -32,9 +32,9 @@ from tuner.core.types import BenchmarkRequest
 from tuner.core.types import Measurement
 from tuner.core.types import StaticResult
 from tuner.core.types import TimingSettings
-from workers.bench import run_confirmation
-from workers.bench import run_request
-from workers.devices import CudaDevice
+from tuner.measure.bench import run_confirmation
+from tuner.measure.bench import run_request
+from tuner.measure.devices import CudaDevice
 
 #: What the fake reports: an H100 SXM, with datasheet-like ceilings.
 FAKE_NAME = "NVIDIA H100 80GB HBM3"
@@ -99,7 +99,7 @@ class FakeEvent:
 
 
 class FakeCudaRuntime:
-    """The subset of ``torch.cuda`` that ``CudaDevice`` and ``workers.timing`` use."""
+    """The subset of ``torch.cuda`` that ``CudaDevice`` and ``tuner.measure.timing`` use."""
 
     def __init__(self, clock: FakeClock, name: str = FAKE_NAME) -> None:
         self.clock = clock
@@ -237,7 +237,7 @@ def timing_samples(log: Sequence[Op], flush_l2: bool = True) -> list[Sample]:
 
 class FakeCudaBackend:
     """The ``cuda`` backend's work on a ``FakeCudaDevice``, in this process (a ``Backend``):
-    the bench code (``workers.bench``) measures, checks and re-times exactly as in a bench
+    the bench code (``tuner.measure.bench``) measures, checks and re-times exactly as in a bench
     process; only the GPU is simulated. ``device.clock.log`` holds what it did."""
 
     name = "cuda"

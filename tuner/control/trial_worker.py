@@ -33,7 +33,7 @@ from tuner.core.types import BenchmarkRequest
 from tuner.core.types import Measurement
 from tuner.core.types import StaticResult
 from tuner.core.types import TrialStatus
-from workers.backends.base import Backend
+from tuner.measure.backends.base import Backend
 
 log = logging.getLogger(__name__)
 

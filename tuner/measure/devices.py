@@ -20,11 +20,11 @@ import triton
 from tuner.core.devices import CPU_KIND
 from tuner.core.devices import normalise_device_name
 from tuner.core.types import TimingSettings
-from workers.calibrate import cached_ceilings
-from workers.timing import time_cpu
-from workers.timing import time_cuda
-from workers.timing import time_interleaved_cpu
-from workers.timing import time_interleaved_cuda
+from tuner.measure.calibrate import cached_ceilings
+from tuner.measure.timing import time_cpu
+from tuner.measure.timing import time_cuda
+from tuner.measure.timing import time_interleaved_cpu
+from tuner.measure.timing import time_interleaved_cuda
 
 #: Substrings of CUDA errors after which the context cannot be used again.
 STICKY_CUDA_ERRORS = (
@@ -133,7 +133,7 @@ class CudaDevice:
         self._flush = self.flush_buffer(max(2 * l2, 64 * 1024 * 1024))
 
     def measure_ceilings(self, cache_dir: Path | None) -> dict[str, Any]:
-        """Copy bandwidth and matmul peaks of this GPU (``workers.calibrate``, cached)."""
+        """Copy bandwidth and matmul peaks of this GPU (``tuner.measure.calibrate``, cached)."""
         return cached_ceilings("cuda", self._props.name, cache_dir)
 
     def flush_buffer(self, nbytes: int) -> Any:

@@ -22,7 +22,7 @@ from tuner.core.types import Measurement
 from tuner.core.types import StaticResult
 from tuner.core.types import TrialStatus
 from tuner.kernels.recorded import recording_of
-from workers.timing import summarise
+from tuner.measure.timing import summarise
 
 _FAILURES = {
     "CompilationFailedConfig": TrialStatus.COMPILE_ERROR,

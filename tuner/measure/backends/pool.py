@@ -14,8 +14,8 @@ from dataclasses import field
 
 from tuner.core.settings import Settings
 from tuner.core.types import BenchmarkRequest
-from workers.backends.base import Backend
-from workers.backends.registry import make_backend
+from tuner.measure.backends.base import Backend
+from tuner.measure.backends.registry import make_backend
 
 
 def wants_gpu(backend: str) -> bool:

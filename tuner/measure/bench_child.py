@@ -1,4 +1,4 @@
-"""Entry point of the isolated bench process: ``python -m workers.bench_child BACKEND``.
+"""Entry point of the isolated bench process: ``python -m tuner.measure.bench_child BACKEND``.
 
 Protocol (newline-delimited JSON; requests on stdin, events on the original stdout, which is
 reserved for the protocol: anything the kernel prints goes to stderr):
@@ -9,12 +9,12 @@ reserved for the protocol: anything the kernel prints goes to stderr):
   ``{"event": "result", "measurement": {...}, "fatal": bool}``; after a fatal result the
   process exits (a sticky CUDA error poisons the context);
 * ``{"type": "confirm", "request": {...}}`` → ``{"event": "confirmed", "timings": [...]}``:
-  the request's finalists re-timed interleaved (``workers.bench.run_confirmation``);
+  the request's finalists re-timed interleaved (``tuner.measure.bench.run_confirmation``);
 * ``{"type": "check", "request": {...}}`` (backend ``compile:<device kind>``) →
   ``{"event": "checked", "result": {...}}``: a static check, compiled for the target only
   (``"inspect": false``: without reading registers and spills from the cubin);
-* backend ``standin:<device kind>`` (``workers.standin``): ``bench`` and ``confirm`` as above,
-  with real compiles and simulated device time;
+* backend ``standin:<device kind>`` (``tuner.measure.standin``): ``bench`` and ``confirm`` as
+  above, with real compiles and simulated device time;
 * ``{"type": "ping"}`` → ``{"event": "pong"}``; ``{"type": "exit"}`` or EOF → exit 0.
 """
 
@@ -35,7 +35,7 @@ def _send(stream: IO[str], event: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="workers.bench_child")
+    parser = argparse.ArgumentParser(prog="tuner.measure.bench_child")
     parser.add_argument("backend")
     parser.add_argument("--cache-dir", type=Path, default=None)
     parser.add_argument("--kernel-root", type=Path, action="append", default=[])
@@ -60,24 +60,24 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         from tuner.core.types import BenchmarkRequest
-        from workers.bench import run_request
-        from workers.devices import make_device
+        from tuner.measure.bench import run_request
+        from tuner.measure.devices import make_device
 
         if args.backend.startswith("compile:"):
-            from workers.static_check import CompileDevice
+            from tuner.measure.static_check import CompileDevice
 
             compiler = CompileDevice(args.backend.split(":", 1)[1])
             _send(proto, {"event": "ready", "device": compiler.describe(), "ceilings": {},
                           "pid": os.getpid(), "sandbox": sandbox})
             return _serve_checks(proto, compiler, tuple(args.kernel_root))
         if args.backend.startswith("standin:"):
-            from workers.standin import StandInDevice
+            from tuner.measure.standin import StandInDevice
 
             standin = StandInDevice(args.backend.split(":", 1)[1], tuple(args.kernel_root))
             _send(proto, {"event": "ready", "device": standin.describe(), "ceilings": {},
                           "pid": os.getpid(), "sandbox": sandbox})
             return _serve_standin(proto, standin, tuple(args.kernel_root))
-        from workers.calibrate import LAST_CALIBRATION
+        from tuner.measure.calibrate import LAST_CALIBRATION
 
         device = make_device(args.backend, args.cache_dir)
         _send(proto, {"event": "ready", "device": device.describe(),
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             _send(proto, {"event": "pong"})
             continue
         if kind == "confirm":
-            from workers.bench import run_confirmation
+            from tuner.measure.bench import run_confirmation
 
             confirmed = run_confirmation(device, BenchmarkRequest.from_json(message["request"]),
                                          roots)
@@ -144,7 +144,7 @@ def _serve_checks(proto: IO[str], compiler: Any, roots: tuple[Path, ...]) -> int
 
 
 def _serve_standin(proto: IO[str], standin: Any, roots: tuple[Path, ...]) -> int:
-    """The protocol for a ``standin:<kind>`` device (``workers.standin``: simulated timing)."""
+    """The protocol for a ``standin:<kind>`` device (simulated timing)."""
     from tuner.core.types import BenchmarkRequest
 
     for line in sys.stdin:

@@ -7,7 +7,7 @@ compiles a config for a GPU target without running it (only ``compile:<kind>`` b
 the others answer a non-launchable result at once, as a compile backend answers ``run`` with a
 failure). Every implementation passes the conformance kit (``tuner.testing.conformance``).
 
-This module is the interface only; ``workers.backends.registry`` maps names to
+This module is the interface only; ``tuner.measure.backends.registry`` maps names to
 implementations.
 """
 

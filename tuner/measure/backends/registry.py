@@ -18,10 +18,10 @@ from typing import Any
 from typing import Protocol
 
 from tuner.core.registry import Registry
-from workers.backends.base import Backend
-from workers.backends.model import ModelBackend
-from workers.backends.replay import ReplayBackend
-from workers.backends.subprocess_backend import SubprocessBackend
+from tuner.measure.backends.base import Backend
+from tuner.measure.backends.model import ModelBackend
+from tuner.measure.backends.replay import ReplayBackend
+from tuner.measure.backends.subprocess_backend import SubprocessBackend
 
 
 class BackendFactory(Protocol):

@@ -3,7 +3,7 @@ isolated process.
 
 The first two measure; ``compile:<kind>`` only statically checks configs for that GPU kind
 (asked to measure, it answers a failure at once); ``standin:<kind>`` compiles for real and
-simulates the device time (``workers.standin``: benchmarks and tests of the pipeline).
+simulates the device time (``tuner.measure.standin``: benchmarks and tests of the pipeline).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tuner.core.types import BenchmarkRequest
 from tuner.core.types import Measurement
 from tuner.core.types import StaticResult
 from tuner.core.types import TrialStatus
-from workers.bench_process import BenchProcess
+from tuner.measure.bench_process import BenchProcess
 
 NAMES = re.compile(r"interpret|cuda(:\d+)?|compile:[\w.-]+|standin:[\w.-]+")
 

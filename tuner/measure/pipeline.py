@@ -42,9 +42,9 @@ from tuner.core.types import BenchmarkRequest
 from tuner.core.types import Measurement
 from tuner.core.types import StaticResult
 from tuner.core.types import TrialStatus
-from workers.backends.base import Backend
-from workers.backends.subprocess_backend import SubprocessBackend
-from workers.bench_process import BenchStartError
+from tuner.measure.backends.base import Backend
+from tuner.measure.backends.subprocess_backend import SubprocessBackend
+from tuner.measure.bench_process import BenchStartError
 
 #: Compile statuses after which a config must not reach the device.
 #: Static results that end a trial before the device: it could not launch (or may not).

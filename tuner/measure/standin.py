@@ -1,7 +1,7 @@
 """``standin:<kind>``: a stand-in GPU, to measure the worker's pipeline on a host without one.
 
 SIMULATED DEVICE TIME, REAL COMPILES. Every config is compiled for the kind's target by Triton
-(``workers.static_check``'s compile-only driver), through the host's Triton cache, exactly when
+(``static_check``'s compile-only driver), through the host's Triton cache, exactly when
 a real bench process compiles: on its first call. The device is not real: instead of running
 the kernel, the stand-in holds its "device" (sleeps) for as long as a real GPU's timing loop
 takes, the request's warm-up plus timing budget (``TimingSettings``, ``do_bench`` semantics),
@@ -28,8 +28,8 @@ from tuner.core.types import MEASURED_STATUSES
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import Measurement
 from tuner.core.types import TrialStatus
-from workers.backends.model import ModelBackend
-from workers.static_check import CompileDevice
+from tuner.measure.backends.model import ModelBackend
+from tuner.measure.static_check import CompileDevice
 
 SIMULATED = "stand-in device: real Triton compiles for the target; device time simulated " \
             "(held for the timing budget), median from the analytic model or the roofline"

@@ -33,7 +33,7 @@ from tuner.core.types import BenchmarkRequest
 from tuner.core.types import StaticResult
 from tuner.kernels import KernelSpec
 from tuner.kernels import load_kernel
-from workers.compile_watch import watch_compiles
+from tuner.measure.compile_watch import watch_compiles
 
 _RESOURCE = re.compile(r"REG:(\d+)\s+STACK:(\d+)\s+SHARED:(\d+)\s+LOCAL:(\d+)")
 
@@ -160,7 +160,7 @@ class CompileDevice:
                                     error=f"needs {smem} B of shared memory" if over else None)
             usage = [resource_usage(k.asm["cubin"]) for k in self.compiled]
         except Exception as exc:
-            from workers.bench import classify
+            from tuner.measure.bench import classify
 
             return StaticResult(status=str(classify(exc)), target=target,
                                 error=f"{type(exc).__name__}: {exc}"[-2000:],

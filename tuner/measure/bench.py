@@ -31,11 +31,11 @@ from tuner.core.types import TrialStatus
 from tuner.kernels import KernelError
 from tuner.kernels import load_kernel
 from tuner.kernels.spec import ConfigRejected
-from workers.compile_watch import watch_compiles
-from workers.devices import BenchDevice
-from workers.interpreter_limits import explain as explain_interpreter_limit
-from workers.interpreter_limits import innermost_user_frame
-from workers.timing import summarise
+from tuner.measure.compile_watch import watch_compiles
+from tuner.measure.devices import BenchDevice
+from tuner.measure.interpreter_limits import explain as explain_interpreter_limit
+from tuner.measure.interpreter_limits import innermost_user_frame
+from tuner.measure.timing import summarise
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """The worker's side of the isolated bench process (DESIGN.md decision 2).
 
-``BenchProcess`` spawns ``python -m workers.bench_child`` (a fresh interpreter: never a fork of
-a process that touched CUDA), sends it one request at a time and waits for its events with two
-deadlines: ``compile_timeout_s`` until the first call returns, ``run_timeout_s`` for the
+``BenchProcess`` spawns ``python -m tuner.measure.bench_child`` (a fresh interpreter: never a
+fork of a process that touched CUDA), sends it one request at a time and waits for its events
+with two deadlines: ``compile_timeout_s`` until the first call returns, ``run_timeout_s`` for the
 correctness check and timing. A deadline missed kills the process (``timeout``); a process that
 dies mid-request is a ``crashed`` trial, with its exit code or signal and the tail of its
 stderr. Either way the next request gets a new process, so the worker carries on.
@@ -149,7 +149,7 @@ class BenchProcess:
             self.sandbox.release()
         self.sandbox = open_sandbox(tenant, self.cache_dir)
         self.serving = tenant
-        cmd = [sys.executable, "-m", "workers.bench_child", self.backend]
+        cmd = [sys.executable, "-m", "tuner.measure.bench_child", self.backend]
         if self.cache_dir is not None:
             cmd += ["--cache-dir", str(self.cache_dir)]
         for root in self.kernel_roots:
