@@ -23,11 +23,11 @@ from celery import Celery
 
 from tuner.core.limits import BOUNDS
 from tuner.core.settings import Settings
+from tuner.core.target import CPU_QUEUE
 from tuner.core.types import BenchmarkRequest
 from workers.broker import TRANSPORT
 
 BENCH_TASK = "tuner.bench"
-CPU_QUEUE = "cpu"
 #: Seconds added to a trial's timeouts for the task's soft limit (bench process start-up and
 #: calibration, database writes), and between the soft and the hard limit.
 TASK_SLACK_S = 180
@@ -108,9 +108,7 @@ def queue_for(request: BenchmarkRequest) -> str:
     that needs no GPU: the interpreter, replays, static checks."""
     if request.mode == "check":
         return CPU_QUEUE
-    if request.backend.startswith(("cuda", "standin:")):  # a stand-in poses as that GPU
-        return f"bench.{request.device_kind}"
-    return CPU_QUEUE
+    return request.target.queue(request.device_kind)
 
 
 def time_limits(request: BenchmarkRequest) -> tuple[float, float]:

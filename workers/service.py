@@ -31,8 +31,8 @@ from db.session import make_engine
 from db.session import normalise_url
 from tuner.core.isolation import sandbox_mode
 from tuner.core.settings import Settings
+from tuner.core.target import parse_worker_device
 from tuner.measure.backends.registry import make_backend
-from workers.celery_app import CPU_QUEUE
 from workers.celery_app import configure
 from workers.tasks import ENV_COMPILE
 from workers.tasks import ENV_DEVICE
@@ -50,20 +50,19 @@ class DeviceInfo:
 
     @property
     def queue(self) -> str:
-        return CPU_QUEUE if self.device == "cpu" else f"bench.{self.kind}"
+        return parse_worker_device(self.device).queue(self.kind)
 
 
 def check_device(device: str) -> str:
-    """``cpu``, ``cuda:N``, or ``standin:<gpu kind>`` (a simulated GPU)."""
-    if device == "cpu" or (device.startswith("cuda:") and device[5:].isdigit()) or \
-            (device.startswith("standin:") and len(device) > len("standin:")):
-        return device
-    raise ValueError(f"unknown device {device!r} (cpu or cuda:N)")
+    """``cpu``, ``cuda:N``, or ``standin:<gpu kind>`` (a simulated GPU); ``ValueError``
+    otherwise."""
+    parse_worker_device(device)
+    return device
 
 
 def probe(device: str, settings: Settings) -> DeviceInfo:
     """Start a bench process on the device once, read its kind and ceilings, stop it."""
-    backend = make_backend("interpret" if device == "cpu" else device,
+    backend = make_backend(str(parse_worker_device(device)),
                            cache_dir=settings.cache_dir, kernel_roots=settings.kernel_roots,
                            memory_bytes=settings.bench_memory_bytes)
     try:

@@ -22,6 +22,7 @@ from db.session import session_factory
 from tuner.control.tickets import Ticket
 from tuner.control.trial_worker import TrialWorker
 from tuner.core.settings import Settings
+from tuner.core.target import parse_worker_device
 from tuner.measure.backends.base import Backend
 from tuner.measure.backends.pool import BackendPool
 from tuner.measure.backends.registry import make_backend
@@ -48,7 +49,8 @@ class _Runtime:
         self.settings = Settings.from_env()
         self.engine = make_engine(self.settings.db_url)
         device = os.environ.get(ENV_DEVICE, "cpu")
-        self.pool = BackendPool(device, self.settings, self._pipelined(device))
+        self.pool = BackendPool(str(parse_worker_device(device)), self.settings,
+                                self._pipelined(device))
         self.redis = redis.Redis.from_url(self.settings.broker_url, socket_timeout=2,
                                           socket_connect_timeout=2)
         self.worker = TrialWorker(self.pool.backend_for, session_factory(self.engine),

@@ -171,7 +171,9 @@ def test_stand_in_times_a_kernel_without_a_model_at_its_roofline(tmp_path: Path)
 
 def test_a_compile_pool_that_cannot_start_leaves_the_compile_to_the_device(
         tmp_path: Path) -> None:
-    pool = CompilePool("no-such-gpu", 1, cache_dir=tmp_path, kernel_roots=(ROOT,))
+    pool = CompilePool("h200", 1, cache_dir=tmp_path, kernel_roots=(ROOT,))
+    for proc in pool._procs:  # an interpreter that cannot start: no compile process comes up
+        proc.process.extra_env["PYTHONHOME"] = str(tmp_path / "no-python-here")
     backend = PipelinedBackend(make_backend("standin:h200", cache_dir=tmp_path,
                                             kernel_roots=(ROOT,)), pool)
     try:
@@ -179,5 +181,6 @@ def test_a_compile_pool_that_cannot_start_leaves_the_compile_to_the_device(
     finally:
         backend.close()
     assert m.status == "ok", m.error
-    assert "no datasheet entry" in m.phases["compile_fallback"]
+    assert "did not start" in m.phases["compile_fallback"] or \
+        "exited" in m.phases["compile_fallback"], m.phases["compile_fallback"]
     assert m.phases["device_cache_hit"] is False  # the device compiled it itself

@@ -65,12 +65,14 @@ def test_compile_ahead_defaults_follow_the_cores_and_only_gpu_backends_pipeline(
     assert default_compile_procs(gpus=1, cores=2) == 1
     assert default_compile_procs(gpus=8, cores=128) == 8  # 15 per GPU, capped at 8
     assert default_compile_procs(gpus=4, cores=4) == 1  # never below one
-    assert lookahead_for(2, "cuda", 1, submit=False) == 3  # two compiling, one waiting
-    assert lookahead_for(0, "cuda:1", 1, submit=False) == 0  # serial
-    assert lookahead_for(None, "standin:h200", 1, submit=True) == FLEET_LOOKAHEAD
-    assert lookahead_for(None, "interpret", 1, submit=False) == 0
+    from tuner.core.target import Target
+
+    assert lookahead_for(2, Target.parse("cuda"), 1, submit=False) == 3  # 2 compiling, 1 waiting
+    assert lookahead_for(0, Target.parse("cuda:1"), 1, submit=False) == 0  # serial
+    assert lookahead_for(None, Target.parse("standin:h200"), 1, submit=True) == FLEET_LOOKAHEAD
+    assert lookahead_for(None, Target.parse("interpret"), 1, submit=False) == 0
     with pytest.raises(UsageError, match="--lookahead compiles configs ahead"):
-        lookahead_for(2, "replay:x.json", 1, submit=True)
+        lookahead_for(2, Target.parse("replay:x.json"), 1, submit=True)
 
 
 def test_the_interpreter_compiles_nothing() -> None:

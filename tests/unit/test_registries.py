@@ -12,6 +12,10 @@ from tuner.control.searches import SEARCHES
 from tuner.control.searches import make_proposer
 from tuner.core.registry import Registry
 from tuner.core.registry import UnknownName
+from tuner.core.target import SCHEMES
+from tuner.core.target import Evidence
+from tuner.core.target import Scheme
+from tuner.core.target import Target
 from tuner.measure.backends.registry import BACKENDS
 from tuner.measure.backends.registry import make_backend
 
@@ -34,11 +38,12 @@ def test_backends_by_scheme():
                                      "standin"}
     with pytest.raises(ValueError, match=r"unknown backend 'tpu' .*interpret, cuda"):
         make_backend("tpu")
-    for malformed in ("cuda:x", "interpret:1", "compile:"):
-        with pytest.raises(ValueError, match="malformed backend"):
+    assert set(BACKENDS.names()) == set(SCHEMES.names())  # one row per target scheme
+    for malformed, reason in (("cuda:x", "a GPU index"), ("interpret:1", "takes no argument"),
+                              ("compile:", "datasheet GPU"), ("model:cpu", "datasheet GPU"),
+                              ("replay:", "needs a file")):
+        with pytest.raises(ValueError, match=reason):
             make_backend(malformed)
-    with pytest.raises(ValueError, match="datasheet GPU kind"):
-        make_backend("model:cpu")
 
 
 def test_a_registered_backend_is_made_by_name():
@@ -49,11 +54,15 @@ def test_a_registered_backend_is_made_by_name():
                      kernel_roots: tuple[Path, ...]) -> None:
             made.append((name, cache_dir))
 
+    # A plugin registers what its targets can do (the scheme's row) and how to make one.
+    SCHEMES.register("stub", Scheme("stub", "path", Evidence.MEASURED, on_gpu=False))
     BACKENDS.register("stub", Stub)
     try:
         backend = make_backend("stub:anything", cache_dir=Path("/tmp/c"))
+        assert Target.parse("stub:anything").offers_best
     finally:
         BACKENDS.unregister("stub")
+        SCHEMES.unregister("stub")
     assert isinstance(backend, Stub) and made == [("stub:anything", Path("/tmp/c"))]
 
 

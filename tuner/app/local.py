@@ -44,6 +44,7 @@ from tuner.core.devices import normalise_device_name
 from tuner.core.gpus import bench_backends
 from tuner.core.isolation import remove_tenant
 from tuner.core.settings import Settings
+from tuner.core.target import as_target
 from tuner.core.types import JobSpec
 from tuner.kernels import KernelSpec
 from tuner.measure.backends.base import Backend
@@ -92,7 +93,7 @@ def start_backends(backend: str, n: int, settings: Settings,
 
 def detect_device_kind(backend: str, backends: list[Backend]) -> str:
     """The device kind the started backends run on (``cpu`` for the interpreter)."""
-    if backend == "interpret":
+    if as_target(backend).is_interpreter:
         return CPU_KIND
     kind = backends[0].describe().get("device_kind")
     if not kind:
@@ -175,8 +176,7 @@ def run_local_job(spec: JobSpec, kernel: KernelSpec, settings: Settings,
 def can_pipeline(spec: JobSpec) -> bool:
     """Configs are compiled ahead for GPU backends (and the simulated ``standin:``) whose
     device kind has a datasheet entry (the compile target)."""
-    gpu = spec.backend.startswith(("cuda", "standin:"))
-    return spec.lookahead > 0 and gpu and spec.device_kind in DEVICES
+    return spec.lookahead > 0 and spec.target.on_gpu and spec.device_kind in DEVICES
 
 
 def pipelined(spec: JobSpec, backends: list[Backend], settings: Settings,

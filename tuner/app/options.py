@@ -7,7 +7,6 @@ before anything is written.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from tuner.app.machine import gpu_visible
@@ -19,6 +18,9 @@ from tuner.core.limits import spec_errors
 from tuner.core.parsing import UsageError
 from tuner.core.parsing import parse_shape
 from tuner.core.settings import Settings
+from tuner.core.target import BadTarget
+from tuner.core.target import Target
+from tuner.core.target import gpu_kinds
 from tuner.core.types import DEFAULT_TRANSFER
 from tuner.core.types import Budget
 from tuner.core.types import JobSpec
@@ -57,52 +59,43 @@ class JobOptions:
     lookahead: int | None = None
 
 
-def resolve_backend(text: str) -> str:
-    """``auto`` → ``cuda`` when a GPU is visible, else ``interpret``; others are checked."""
+def resolve_backend(text: str) -> Target:
+    """``auto`` → ``cuda`` when a GPU is visible, else ``interpret``; others are parsed
+    (``UsageError`` for a name that is no target)."""
     if text == "auto":
-        return "cuda" if gpu_visible() else "interpret"
-    if text in ("interpret", "cuda") or re.fullmatch(r"cuda:\d+", text):
-        return text
-    if text.startswith("replay:") and len(text) > len("replay:"):
-        return text
-    if text.startswith(("model:", "standin:")):
-        scheme, kind = text.split(":", 1)
-        if kind not in known_kinds() or kind == CPU_KIND:
-            what = "model backend predicts" if scheme == "model" else "stand-in simulates"
-            raise UsageError(f"the {what} a datasheet GPU: {scheme}:<kind> with kind in "
-                             f"{', '.join(known_kinds()[:-1])}")
-        return text
-    raise UsageError(f"unknown backend {text!r} (auto, interpret, cuda, cuda:N, "
-                     "replay:<kernel tuner cache file>, model:<gpu kind> or "
-                     "standin:<gpu kind>)")
+        text = "cuda" if gpu_visible() else "interpret"
+    try:
+        return Target.parse(text)
+    except BadTarget as exc:
+        raise UsageError(str(exc)) from None
 
 
-def check_device_kind(kind: str, backend: str) -> str:
-    if backend == "interpret" and kind != CPU_KIND:
+def check_device_kind(kind: str, target: Target) -> str:
+    if target.is_interpreter and kind != CPU_KIND:
         raise UsageError(f"the interpret backend runs on the host CPU; --device-kind must be "
                          f"'{CPU_KIND}', not {kind!r}")
-    if backend.startswith("cuda") and kind == CPU_KIND:
+    if target.is_cuda and kind == CPU_KIND:
         raise UsageError("device kind 'cpu' needs the interpret backend")
-    if backend.startswith("cuda") and kind not in known_kinds():
-        raise UsageError(f"unknown GPU kind {kind!r} (known: {', '.join(known_kinds()[:-1])})")
+    if target.is_cuda and kind not in known_kinds():
+        raise UsageError(f"unknown GPU kind {kind!r} (known: {', '.join(gpu_kinds())})")
     return kind
 
 
-def static_check_for(option: str | None, backend: str, kind: str) -> str | None:
+def static_check_for(option: str | None, target: Target, kind: str) -> str | None:
     """``none`` → off; a kind → that kind; unset → the job's GPU kind when it runs on CUDA and
     the device table knows it (``auto`` while the local GPU is not yet detected)."""
     if option is not None:
         return None if option == "none" else option
-    if backend == "cuda" or backend.startswith("cuda:"):
+    if target.is_cuda:
         return (kind if kind in DEVICES else None) if kind else "auto"
     return None
 
 
-def _timing(backend: str, warmup_ms: float | None, rep_ms: float | None) -> TimingSettings:
+def _timing(target: Target, warmup_ms: float | None, rep_ms: float | None) -> TimingSettings:
     """Interpreter trials take 10–1000 ms per call: no warm-up beyond the first call, and a
     short timing budget; GPU trials use ``do_bench``'s 25 ms / 100 ms."""
     base = TimingSettings(warmup_ms=0.0, rep_ms=200.0, min_reps=3, max_reps=50) \
-        if backend == "interpret" else TimingSettings()
+        if target.is_interpreter else TimingSettings()
     return TimingSettings(warmup_ms=base.warmup_ms if warmup_ms is None else warmup_ms,
                           rep_ms=base.rep_ms if rep_ms is None else rep_ms,
                           min_reps=base.min_reps, max_reps=base.max_reps)
@@ -115,18 +108,17 @@ FLEET_LOOKAHEAD = 3
 MAX_COMPILE_PROCS = 63
 
 
-def lookahead_for(option: int | None, backend: str, parallel: int, *, submit: bool) -> int:
+def lookahead_for(option: int | None, target: Target, parallel: int, *, submit: bool) -> int:
     """Trials per worker in flight beyond the one on its device (``JobSpec.lookahead``).
 
     ``tune``: the option is ``--compile-procs p`` (default: the cores this host can give each
     GPU) and the lookahead ``p + 1``; ``submit``: the option is ``--lookahead`` itself
     (default ``FLEET_LOOKAHEAD``). Always 0 on backends that do not compile for a GPU."""
-    gpu = backend == "cuda" or backend.startswith(("cuda:", "standin:"))
-    if option is not None and option > 0 and not gpu:
+    if option is not None and option > 0 and not target.on_gpu:
         flag = "--lookahead" if submit else "--compile-procs"
         raise UsageError(f"{flag} compiles configs ahead for a GPU; the "
-                         f"{backend.split(':', 1)[0]} backend does not compile for one")
-    if not gpu:
+                         f"{target.scheme.name} backend does not compile for one")
+    if not target.on_gpu:
         return 0
     if submit:
         return FLEET_LOOKAHEAD if option is None else option
@@ -147,23 +139,24 @@ def build_spec(o: JobOptions, settings: Settings, *, submit: bool) -> tuple[JobS
     queue the fleet's workers listen on.
     """
     if o.backend == "auto" and submit:  # the fleet's GPUs are not visible from here
-        backend = "cuda" if o.device_kind not in (None, CPU_KIND) else "interpret"
+        target = resolve_backend("cuda" if o.device_kind not in (None, CPU_KIND) else "interpret")
     else:
-        backend = resolve_backend(o.backend)
+        target = resolve_backend(o.backend)
+    backend = str(target)
     kernel = resolve_kernel(o.kernel, backend, settings.kernel_roots, isolated=True)
     problems = [parse_shape(s, kernel.dims) for s in o.shapes]
-    if not problems and backend.startswith("replay:"):
+    if not problems and target.recording is not None:
         problems = [dict(kernel.example_problem)]
-    if backend == "interpret":
-        kind = check_device_kind(o.device_kind or CPU_KIND, backend)
-    elif backend.startswith("replay:"):
+    if target.is_interpreter:
+        kind = check_device_kind(o.device_kind or CPU_KIND, target)
+    elif target.recording is not None:
         from tuner.kernels.recorded import recording_of
 
-        kind = o.device_kind or normalise_device_name(recording_of(backend).device_name)
-    elif backend.startswith(("model:", "standin:")):
-        kind = backend.split(":", 1)[1]
+        kind = o.device_kind or normalise_device_name(recording_of(target).device_name)
+    elif target.gpu_kind is not None:
+        kind = target.gpu_kind
     elif o.device_kind:
-        kind = check_device_kind(o.device_kind, backend)
+        kind = check_device_kind(o.device_kind, target)
     elif submit:
         raise UsageError("submitting a GPU job needs --device-kind (e.g. h100-sxm): it names "
                          "the queue of the workers that will run it")
@@ -174,12 +167,12 @@ def build_spec(o: JobOptions, settings: Settings, *, submit: bool) -> tuple[JobS
         device_kind=kind, sampler=o.sampler, seed=o.seed,
         budget=Budget(trials=o.trials, wall_s=o.time_limit, target_fraction=o.target,
                       patience=o.patience),
-        parallel=o.parallel, timing=_timing(backend, o.warmup_ms, o.rep_ms),
+        parallel=o.parallel, timing=_timing(target, o.warmup_ms, o.rep_ms),
         compile_timeout_s=o.compile_timeout, run_timeout_s=o.run_timeout,
         max_attempts=o.max_attempts, idempotency_key=o.idempotency_key,
-        static_check=static_check_for(o.static_check, backend, kind),
+        static_check=static_check_for(o.static_check, target, kind),
         confirm_top=o.confirm_top, transfer=o.transfer,
-        lookahead=lookahead_for(o.lookahead, backend, o.parallel, submit=submit))
+        lookahead=lookahead_for(o.lookahead, target, o.parallel, submit=submit))
     errors = spec_errors(spec)
     if errors:
         raise UsageError("; ".join(errors))

@@ -23,6 +23,7 @@ from db import repository as repo
 from tuner.app.machine import local_gpu_kinds
 from tuner.app.views import read_rows
 from tuner.core.settings import Settings
+from tuner.core.target import as_target
 from tuner.core.types import BenchmarkRequest
 from tuner.kernels import resolve_kernel
 from tuner.kernels.names import is_file_ref
@@ -93,7 +94,7 @@ def revalidate(settings: Settings, kernel: str | None = None, device_kind: str |
 
     try:
         for row, ref in pairs:
-            backend = None if row.backend.startswith(("model:", "replay:")) else \
+            backend = None if not as_target(row.backend).has_noise else \
                 local_backend(row.device_kind)
             base: dict[str, Any] = dict(kernel=row.kernel, problem_key=row.problem_key,
                                         dtype=row.dtype, device_kind=row.device_kind,

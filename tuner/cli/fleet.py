@@ -4,7 +4,6 @@ processes."""
 from __future__ import annotations
 
 import json
-import re
 from typing import Annotated
 
 import typer
@@ -20,6 +19,8 @@ from tuner.cli.common import settings_for
 from tuner.cli.options import BenchMemoryOpt
 from tuner.core.limits import MAX_ID
 from tuner.core.parsing import UsageError
+from tuner.core.target import BadTarget
+from tuner.core.target import parse_worker_device
 
 
 @friendly
@@ -100,17 +101,14 @@ def worker(
     from tuner.app.fleet import run_worker
     from tuner.app.options import MAX_COMPILE_PROCS
 
-    if not re.fullmatch(r"cpu|cuda:\d+|standin:[\w.-]+", device):
-        raise UsageError(f"unknown device {device!r}: give cpu, or cuda:N for GPU N "
-                         "(one worker per GPU)")
+    try:
+        target = parse_worker_device(device)
+    except BadTarget as exc:
+        raise UsageError(str(exc)) from None
     if compile_procs is not None and not 0 <= compile_procs <= MAX_COMPILE_PROCS:
         raise UsageError(f"--compile-procs must be between 0 and {MAX_COMPILE_PROCS}, not "
                          f"{compile_procs}")
-    if device.startswith("standin:"):
-        from tuner.app.options import resolve_backend
-
-        resolve_backend(device)  # a datasheet GPU kind, or a UsageError that lists them
-    if device == "cpu" and compile_procs:
+    if target.is_interpreter and compile_procs:
         raise UsageError("--compile-procs compiles ahead for a GPU; the cpu worker runs the "
                          "interpreter, which does not compile")
     procs = compile_procs_for(device, compile_procs)

@@ -28,6 +28,8 @@ from tuner.app.progress import waiting_text
 from tuner.app.views import JobSummary
 from tuner.core.device_time import PHASES
 from tuner.core.device_time import DeviceTime
+from tuner.core.target import Evidence
+from tuner.core.target import as_target
 
 
 class ProgressBars:
@@ -141,7 +143,7 @@ def print_summary(summary: JobSummary, db_url: str, console: Console) -> None:
     shapes = [",".join(f"{k}={v}" for k, v in view.problem.problem.items())
               for view in summary.problems]
     shape = shapes[0] if len(shapes) == 1 else "…"
-    if job.backend.startswith(("model:", "standin:")):
+    if as_target(job.backend).evidence in (Evidence.PREDICTED, Evidence.SIMULATED):
         console.print(f"next: tuner status {job.id} · tuner dashboard · these are predictions, "
                       "never served as tuned configs: measure them on a GPU with tuner tune "
                       f"{ref} --shape {shape} --dtype {job.dtype} --backend cuda",

@@ -22,6 +22,7 @@ from tuner.cli.render import device_time_lines
 from tuner.cli.render import phase_table
 from tuner.core.limits import MAX_ID
 from tuner.core.parsing import UsageError
+from tuner.core.target import as_target
 
 
 @friendly
@@ -98,9 +99,7 @@ def _fraction(value: float | None, backend: str) -> str:
     """A best fraction, marked when it is no measurement (``standin:``, ``model:``)."""
     if value is None:
         return "–"
-    mark = " (simulated)" if backend.startswith("standin:") else \
-        " (predicted)" if backend.startswith("model:") else ""
-    return f"{value:.4g}{mark}"
+    return f"{value:.4g}{as_target(backend).mark}"
 
 
 def _param_text(p: Param) -> str:

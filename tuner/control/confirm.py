@@ -45,7 +45,7 @@ class Confirmation:
         spec = self.job.spec
         if spec.confirm_top < 2 or problem.confirm_status in ("done", "skipped", "failed"):
             return False
-        if spec.backend.startswith(("replay:", "model:")):
+        if not spec.target.has_noise:
             return False  # recorded or predicted times have no noise to confirm against
         if problem.confirm_status == "pending":
             deadline = (spec.compile_timeout_s + spec.run_timeout_s) * spec.confirm_top \

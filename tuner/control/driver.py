@@ -339,7 +339,7 @@ class JobDriver:
         """What makes two configs different measurements: all of it, except on the Triton
         interpreter, which ignores the launch options (warps, stages…): there, configs that
         differ only in those are one measurement, and a repeat is answered from the first."""
-        if self.spec.backend != "interpret":
+        if not self.spec.target.is_interpreter:
             return dict(config)
         return {k: v for k, v in config.items() if k not in LAUNCH_OPTIONS}
 

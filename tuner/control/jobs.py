@@ -21,6 +21,7 @@ from tuner.core.devices import CPU_KIND
 from tuner.core.devices import DEVICES
 from tuner.core.devices import target_limits
 from tuner.core.limits import spec_errors
+from tuner.core.target import BadTarget
 from tuner.core.types import JobSpec
 from tuner.core.types import problem_key
 from tuner.kernels import KernelSpec
@@ -56,7 +57,11 @@ def validate(spec: JobSpec, kernel: KernelSpec) -> list[str]:
         errors.append(f"cannot statically check for {spec.static_check!r}: not a GPU kind of "
                       f"the device table ({', '.join(DEVICES)})")
     errors.extend(spec_errors(spec))
-    if spec.backend == "interpret" and spec.device_kind != CPU_KIND:
+    try:
+        interpreter = spec.target.is_interpreter
+    except BadTarget:  # reported by ``spec_errors``
+        interpreter = False
+    if interpreter and spec.device_kind != CPU_KIND:
         errors.append("the interpret backend runs on the host CPU (device kind 'cpu')")
     if errors:
         return errors

@@ -137,7 +137,7 @@ def offer_trial(session: so.Session, job: JobIdentity, problem: Problem, t: Tria
     one, such as a simulated ``standin:`` device's) is never offered.
     ``replace_from_job``: also replace the row this job stored (a confirmation re-timing
     overrides the search's own, noisier figures)."""
-    if job.spec.backend.startswith("model:") or t.score_basis in UNOFFERED_BASES:
+    if not job.spec.target.offers_best or t.score_basis in UNOFFERED_BASES:
         return False
     if not math.isfinite(fraction) or fraction > MAX_FRACTION or median_ms <= 0:
         return False  # above its roofline: a wrong FLOP or byte count, never a winner

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 
 from tuner.core.parsing import UsageError
+from tuner.core.target import as_target
 
 
 def _visible_entries(env: Mapping[str, str]) -> list[str] | None:
@@ -81,11 +82,12 @@ def bench_backends(backend: str, parallel: int, devices: Sequence[int] = (),
     """The backend name of each of the ``parallel`` local bench processes (``devices``: the
     GPUs ``--devices`` named, one process each). ``UsageError`` when that would put two timers
     on one GPU, or name a GPU this process cannot see."""
-    if backend != "cuda" and not backend.startswith("cuda:"):
+    target = as_target(backend)
+    if not target.is_cuda:
         if devices:
             raise UsageError("--devices names GPUs: it applies to --backend cuda only")
         return [backend] * parallel
-    if backend.startswith("cuda:"):
+    if target.gpu_index is not None:
         if devices:
             raise UsageError(f"--backend {backend} names one GPU; use --backend cuda with "
                              "--devices")

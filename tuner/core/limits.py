@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from tuner.core.target import BadTarget
+from tuner.core.target import Target
 from tuner.core.types import JobSpec
 
 
@@ -93,6 +95,11 @@ def spec_errors(spec: JobSpec) -> list[str]:
         option = "--" + key.replace("_", "-")
         if (e := _text_error(option, getattr(spec, key), limit)) is not None:
             errors.append(e)
+    if isinstance(spec.backend, str) and len(spec.backend) <= MAX_TEXT["backend"]:
+        try:
+            Target.parse(spec.backend)
+        except BadTarget as exc:
+            errors.append(str(exc))
     if len(spec.problems) > MAX_PROBLEMS:
         errors.append(f"{len(spec.problems)} problems in one job; the limit is {MAX_PROBLEMS}")
     return errors

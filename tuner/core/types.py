@@ -19,6 +19,9 @@ from dataclasses import fields
 from enum import StrEnum
 from typing import Any
 
+from tuner.core.target import Target
+from tuner.core.target import as_target
+
 
 class TrialStatus(StrEnum):
     """Where a trial is in its life. The first three are transient; the rest are final.
@@ -113,6 +116,11 @@ class BenchmarkRequest(JsonRecord):
     #: ``compile:<kind>``); ``confirm`` re-times ``finalists`` interleaved.
     mode: str = "bench"
     finalists: list[dict[str, Any]] | None = None
+
+    @property
+    def target(self) -> Target:
+        """``backend``, parsed (``BadTarget`` if it names no target)."""
+        return as_target(self.backend)
     kernel_hash: str = ""
     problem_id: int = 0
 
@@ -295,6 +303,11 @@ class JobSpec(JsonRecord):
     #: driver keeps ``parallel × (1 + lookahead)`` in flight. A pipelined worker with ``p``
     #: compile processes wants ``p + 1``: ``p`` compiling, one compiled and waiting; 0: serial.
     lookahead: int = 0
+
+    @property
+    def target(self) -> Target:
+        """``backend``, parsed (``BadTarget`` if it names no target)."""
+        return as_target(self.backend)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

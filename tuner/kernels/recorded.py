@@ -14,10 +14,10 @@ from typing import NoReturn
 from search_spaces.recorded import Recording
 from search_spaces.recorded import load_recording
 from search_spaces.recorded import recorded_space
+from tuner.core.target import Target
+from tuner.core.target import as_target
 from tuner.kernels.identity import BUILTIN
 from tuner.kernels.spec import KernelSpec
-
-REPLAY_PREFIX = "replay:"
 
 
 def _not_runnable(*_: Any, **__: Any) -> NoReturn:
@@ -52,8 +52,9 @@ def recorded_kernel(path: str | Path) -> KernelSpec:
     )
 
 
-def recording_of(backend: str) -> Recording:
-    """The recording named by a ``replay:<file>`` backend string."""
-    if not backend.startswith(REPLAY_PREFIX):
-        raise ValueError(f"{backend!r} is not a replay backend")
-    return load_recording(backend[len(REPLAY_PREFIX):])
+def recording_of(backend: str | Target) -> Recording:
+    """The recording named by a ``replay:<file>`` target."""
+    path = as_target(backend).recording
+    if path is None:
+        raise ValueError(f"{backend!s} is not a replay backend")
+    return load_recording(path)

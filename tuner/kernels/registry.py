@@ -16,6 +16,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from tuner.core.target import Target
+from tuner.core.target import as_target
 from tuner.kernels.convention import is_autotuned
 from tuner.kernels.convention import spec_from_module
 from tuner.kernels.identity import BUILTIN as BUILTIN_IDENTITY
@@ -127,7 +129,7 @@ def _load_file_kernel(ref: str, roots: Sequence[Path]) -> object:
                           f"{type(exc).__name__}: {exc}") from None
 
 
-def resolve_kernel(ref: str, backend: str, roots: Sequence[Path] = (), *,
+def resolve_kernel(ref: str, backend: str | Target, roots: Sequence[Path] = (), *,
                    isolated: bool = False) -> KernelSpec:
     """The kernel a job tunes: ``load_kernel(ref)``, or the recording of a ``replay:`` backend.
 
@@ -135,17 +137,16 @@ def resolve_kernel(ref: str, backend: str, roots: Sequence[Path] = (), *,
     ``isolated``: a user's kernel file is described by a sandboxed child instead of imported
     (``tuner.kernels.isolated``; what the scheduler and the CLI do).
     """
-    from tuner.kernels.recorded import REPLAY_PREFIX
     from tuner.kernels.recorded import recorded_kernel
 
-    if isolated and is_file_ref(ref) and not backend.startswith(REPLAY_PREFIX):
+    path = as_target(backend).recording
+    if isolated and is_file_ref(ref) and path is None:
         from tuner.kernels.isolated import isolated_kernel
 
         _check_root(ref, roots)
         return isolated_kernel(ref, roots)
-    if not backend.startswith(REPLAY_PREFIX):
+    if path is None:
         return load_kernel(ref, roots)
-    path = backend[len(REPLAY_PREFIX):]
     try:
         spec = recorded_kernel(path)
     except (OSError, ValueError) as exc:

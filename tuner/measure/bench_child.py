@@ -59,21 +59,24 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout = sys.stderr
 
     try:
+        from tuner.core.target import Evidence
+        from tuner.core.target import as_target
         from tuner.core.types import BenchmarkRequest
         from tuner.measure.bench import run_request
         from tuner.measure.devices import make_device
 
-        if args.backend.startswith("compile:"):
+        target = as_target(args.backend)
+        if target.checks_only and target.gpu_kind:
             from tuner.measure.static_check import CompileDevice
 
-            compiler = CompileDevice(args.backend.split(":", 1)[1])
+            compiler = CompileDevice(target.gpu_kind)
             _send(proto, {"event": "ready", "device": compiler.describe(), "ceilings": {},
                           "pid": os.getpid(), "sandbox": sandbox})
             return _serve_checks(proto, compiler, tuple(args.kernel_root))
-        if args.backend.startswith("standin:"):
+        if target.evidence is Evidence.SIMULATED and target.gpu_kind:
             from tuner.measure.standin import StandInDevice
 
-            standin = StandInDevice(args.backend.split(":", 1)[1], tuple(args.kernel_root))
+            standin = StandInDevice(target.gpu_kind, tuple(args.kernel_root))
             _send(proto, {"event": "ready", "device": standin.describe(), "ceilings": {},
                           "pid": os.getpid(), "sandbox": sandbox})
             return _serve_standin(proto, standin, tuple(args.kernel_root))

@@ -41,6 +41,7 @@ from tuner.core.isolation import SPAWNER
 from tuner.core.isolation import Sandbox
 from tuner.core.isolation import open_sandbox
 from tuner.core.sandbox import sandbox_environment
+from tuner.core.target import as_target
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import Measurement
 from tuner.core.types import StaticResult
@@ -113,15 +114,16 @@ class BenchProcess:
 
     def _env(self, sandbox: Sandbox) -> dict[str, str]:
         env = sandbox_environment()  # an allowlist: no credential reaches user code
-        if self.backend == "interpret":
+        target = as_target(self.backend)
+        if target.is_interpreter:
             env["TRITON_INTERPRET"] = "1"
             # One core per trial: stable timings when several bench processes share a host.
             for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
                 env[var] = "1"
         env.update(sandbox.environment())  # its Triton cache: the tenant's, nobody else's
-        if self.backend.startswith("cuda:"):  # logical index → the GPU the parent calls so
-            env["CUDA_VISIBLE_DEVICES"] = physical_gpu(int(self.backend.split(":", 1)[1]))
-        if self.backend != "interpret":
+        if target.gpu_index is not None:  # logical index → the GPU the parent calls so
+            env["CUDA_VISIBLE_DEVICES"] = physical_gpu(target.gpu_index)
+        if not target.is_interpreter:
             env.pop("TRITON_INTERPRET", None)
         env.update(self.extra_env)
         return env

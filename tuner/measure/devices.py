@@ -19,6 +19,7 @@ import triton
 
 from tuner.core.devices import CPU_KIND
 from tuner.core.devices import normalise_device_name
+from tuner.core.target import as_target
 from tuner.core.types import TimingSettings
 from tuner.measure.calibrate import cached_ceilings
 from tuner.measure.timing import time_cpu
@@ -232,8 +233,9 @@ class _Nvml:
 
 def make_device(backend: str, cache_dir: Path | None) -> BenchDevice:
     """``interpret`` → the CPU; ``cuda`` / ``cuda:N`` → the GPU this process was pinned to."""
-    if backend == "interpret":
+    target = as_target(backend)
+    if target.is_interpreter:
         return CpuDevice(cache_dir)
-    if backend == "cuda" or backend.startswith("cuda:"):
+    if target.is_cuda:
         return CudaDevice(cache_dir)
     raise ValueError(f"backend {backend!r} has no bench device")

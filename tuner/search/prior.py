@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from search_spaces import Config
 from tuner.core.devices import device_spec
+from tuner.core.target import Evidence
 from tuner.core.types import JobSpec
 from tuner.kernels import KernelSpec
 
@@ -16,7 +17,8 @@ def model_prior(kernel: KernelSpec, spec: JobSpec,
     """The kernel's analytic model as the search's prior, for jobs on a datasheet GPU
     (measured on it, or predicted for it); ``None`` on the CPU or without a model."""
     device = device_spec(spec.device_kind)
-    on_gpu = spec.backend.startswith(("cuda", "model:"))
+    target = spec.target  # measured on a GPU, or predicted for one (a stand-in is the model)
+    on_gpu = target.is_cuda or target.evidence is Evidence.PREDICTED
     if kernel.model is None or device is None or not on_gpu:
         return None
     model = kernel.model

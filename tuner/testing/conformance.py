@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from tuner.core.roofline import score
+from tuner.core.target import Evidence
+from tuner.core.target import as_target
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import TimingSettings
 from tuner.measure.backends.base import Backend
@@ -66,17 +68,18 @@ def matmul_case(backend: str, pipelined: bool = False) -> BackendCase:
     """The fp16 matmul at 64³ on ``backend`` (``interpret``, ``cuda``, ``compile:<kind>``,
     ``model:<kind>``, ``standin:<kind>``; ``pipelined``: behind a compile pool)."""
     problem = {"M": 64, "N": 64, "K": 64}
-    if backend.startswith("compile:"):
+    target = as_target(backend)
+    kind = target.gpu_kind or "any"
+    if target.checks_only:
         return BackendCase(backend, "matmul", problem, "fp16", MATMUL_OK, MATMUL_OK_ALT,
-                           MATMUL_BAD, ("compile_error",), device_kind=backend.split(":")[1],
+                           MATMUL_BAD, ("compile_error",), device_kind=kind,
                            measures=False, checks=True)
-    if backend.startswith("model:"):
+    if target.evidence is Evidence.PREDICTED:
         return BackendCase(backend, "matmul", problem, "fp16", MATMUL_OK, MATMUL_OK_ALT,
-                           MATMUL_TOO_BIG, ("out_of_resources",),
-                           device_kind=backend.split(":")[1])
-    if backend.startswith("standin:"):  # ``checks``: when compiling ahead (its pool checks)
+                           MATMUL_TOO_BIG, ("out_of_resources",), device_kind=kind)
+    if target.evidence is Evidence.SIMULATED:  # ``checks``: when compiling ahead (its pool)
         return BackendCase(backend, "matmul", problem, "fp16", MATMUL_OK, MATMUL_OK_ALT,
-                           MATMUL_BAD, ("compile_error",), device_kind=backend.split(":")[1],
+                           MATMUL_BAD, ("compile_error",), device_kind=kind,
                            checks=pipelined)
     return BackendCase(backend, "matmul", problem, "fp16", MATMUL_OK, MATMUL_OK_ALT,
                        MATMUL_BAD, ("compile_error",))

@@ -13,14 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from tuner.core.devices import device_spec
+from tuner.core.target import as_target
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import Measurement
 from tuner.core.types import StaticResult
 from tuner.core.types import TrialStatus
 from tuner.kernels import KernelError
 from tuner.kernels import load_kernel
-
-MODEL_PREFIX = "model:"
 
 
 class ModelBackend:
@@ -29,7 +28,7 @@ class ModelBackend:
                  tenant: str | None = None) -> None:  # no process: nothing to isolate
         self.name = name
         self.kernel_roots = kernel_roots
-        self.kind = name[len(MODEL_PREFIX):]
+        self.kind = as_target(name).gpu_kind or ""
         spec = device_spec(self.kind)
         if spec is None:
             raise ValueError(f"model backend needs a datasheet GPU kind, not {self.kind!r}")

@@ -13,18 +13,15 @@ from dataclasses import dataclass
 from dataclasses import field
 
 from tuner.core.settings import Settings
+from tuner.core.target import as_target
 from tuner.core.types import BenchmarkRequest
 from tuner.measure.backends.base import Backend
 from tuner.measure.backends.registry import make_backend
 
 
-def wants_gpu(backend: str) -> bool:
-    return backend == "cuda" or backend.startswith("cuda:")
-
-
 @dataclass
 class BackendPool:
-    device: str
+    device: str  #: the backend of the device it owns (``interpret`` on a CPU worker)
     settings: Settings
     backends: dict[str, Backend] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -32,11 +29,12 @@ class BackendPool:
     def key(self, request: BenchmarkRequest) -> str:
         if request.mode == "check":
             return request.backend
-        if wants_gpu(request.backend):
-            if not wants_gpu(self.device):
+        worker_on_gpu = as_target(self.device).is_cuda
+        if as_target(request.backend).is_cuda:
+            if not worker_on_gpu:
                 raise RuntimeError(f"a GPU trial reached the {self.device} worker")
             return self.device
-        if wants_gpu(self.device):
+        if worker_on_gpu:
             raise RuntimeError(f"a {request.backend} trial reached the GPU worker {self.device}")
         return request.backend
 

@@ -18,6 +18,7 @@ from typing import Any
 from typing import Protocol
 
 from tuner.core.registry import Registry
+from tuner.core.target import as_target
 from tuner.measure.backends.base import Backend
 from tuner.measure.backends.model import ModelBackend
 from tuner.measure.backends.replay import ReplayBackend
@@ -43,7 +44,9 @@ def make_backend(name: str, *, cache_dir: Path | None = None,
     ``memory_bytes``: the host-memory cap of its bench processes, if it has any;
     ``tenant``: the one tenant its processes serve (default: each request's job)."""
     scheme = name.split(":", 1)[0]
+    factory = BACKENDS.get(scheme)  # an unknown scheme: the message lists the registered ones
+    as_target(name)  # a malformed argument: ``BadTarget`` (a ``ValueError``) says what fits
     extra: dict[str, Any] = {} if memory_bytes is None else {"memory_bytes": memory_bytes}
     if tenant is not None:
         extra["tenant"] = tenant
-    return BACKENDS.get(scheme)(name, cache_dir=cache_dir, kernel_roots=kernel_roots, **extra)
+    return factory(name, cache_dir=cache_dir, kernel_roots=kernel_roots, **extra)

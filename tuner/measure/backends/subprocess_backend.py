@@ -8,17 +8,16 @@ simulates the device time (``tuner.measure.standin``: benchmarks and tests of th
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
+from tuner.core.target import Evidence
+from tuner.core.target import as_target
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import Measurement
 from tuner.core.types import StaticResult
 from tuner.core.types import TrialStatus
 from tuner.measure.bench_process import BenchProcess
-
-NAMES = re.compile(r"interpret|cuda(:\d+)?|compile:[\w.-]+|standin:[\w.-]+")
 
 
 class SubprocessBackend:
@@ -27,11 +26,11 @@ class SubprocessBackend:
     def __init__(self, name: str, *, cache_dir: Path | None = None,
                  kernel_roots: tuple[Path, ...] = (), memory_bytes: int | None = None,
                  tenant: str | None = None) -> None:
-        if not NAMES.fullmatch(name):
-            raise ValueError(f"malformed backend {name!r} (interpret, cuda, cuda:N, "
-                             "compile:<gpu kind> or standin:<gpu kind>)")
+        target = as_target(name)  # ``BadTarget`` (a ``ValueError``) for a malformed name
+        if target.evidence not in (Evidence.MEASURED, Evidence.SIMULATED, Evidence.NONE):
+            raise ValueError(f"the {name} backend runs no bench process")
         self.name = name
-        self.checks_only = name.startswith("compile:")
+        self.checks_only = target.checks_only
         self.process = BenchProcess(name, cache_dir=cache_dir, kernel_roots=kernel_roots,
                                     memory_bytes=memory_bytes, tenant=tenant)
 
@@ -51,7 +50,7 @@ class SubprocessBackend:
         return self.process.confirm(request)
 
     def check(self, request: BenchmarkRequest) -> StaticResult:
-        if not self.name.startswith("compile:"):
+        if not self.checks_only:
             return StaticResult(status="crashed", target="",
                                 error=f"the {self.name} backend does not check statically")
         return self.process.check(request)
