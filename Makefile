@@ -17,7 +17,7 @@ TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
 DEMO_SHAPE ?= M=256,N=256,K=256
 
-.PHONY: install demo test lint unit clean
+.PHONY: install demo test test-fast test-process test-fleet lint unit clean
 
 install: $(STAMP)
 
@@ -44,11 +44,22 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-logo
 
+# Every tier on every core: fast, then real processes, the fleet (PostgreSQL, Redis, Celery)
+# and the GPU (skipped without one).
 test: lint
 	$(BIN)/pytest -q -n auto --durations=40
 
-unit: $(STAMP)
-	$(BIN)/pytest -q tests/unit
+# The pre-commit check: unit tests and the control plane in-process (under 2 minutes on 2 cores).
+test-fast: $(STAMP)
+	$(BIN)/pytest -q -n auto tests/fast
+
+test-process: $(STAMP)
+	$(BIN)/pytest -q -n auto tests/process
+
+test-fleet: $(STAMP)
+	$(BIN)/pytest -q -n auto tests/fleet
+
+unit: test-fast
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

@@ -93,6 +93,19 @@ def run_cli(args: list[str], env: dict[str, str], timeout: float = 600,
     return proc
 
 
+def run_cli_here(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``tuner ARGS`` in this process (typer's runner), as ``run_cli`` reports it: for input
+    the CLI refuses before any work starts (seconds saved per case: no interpreter start, no
+    torch import). Each such test file keeps one case through ``run_cli`` so the exit status
+    and stderr of a real process stay checked."""
+    from typer.testing import CliRunner
+
+    from tuner.cli.commands import app
+
+    result = CliRunner().invoke(app, args, env=env)
+    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
+
+
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresServer]:
     server = PostgresServer()

@@ -33,6 +33,7 @@ from tuner.core.isolation import sandbox_mode
 from tuner.core.settings import Settings
 from tuner.core.target import parse_worker_device
 from tuner.measure.backends.registry import make_backend
+from tuner.measure.pipeline import Pipeline
 from workers.celery_app import configure
 from workers.tasks import ENV_COMPILE
 from workers.tasks import ENV_DEVICE
@@ -178,7 +179,7 @@ def run_worker(settings: Settings, device: str, name: str | None = None,
     log.info("worker %s: %s", node, sandbox_mode())
     os.environ[ENV_DEVICE] = device
     os.environ[ENV_NAME] = node
-    pipelined = compile_procs > 0 and device != "cpu"
+    pipelined = compile_procs > 0 and parse_worker_device(device).on_gpu
     if pipelined:
         os.environ[ENV_COMPILE] = f"{compile_procs}:{info.kind}"
         log.info("worker %s compiles ahead in %d processes", node, compile_procs)
@@ -194,7 +195,7 @@ def run_worker(settings: Settings, device: str, name: str | None = None,
     try:
         code = run_celery(app, [
             "worker", "--queues", ",".join(queues), "--hostname", node,
-            "--concurrency", str(2 + compile_procs if pipelined else 1),
+            "--concurrency", str(Pipeline(compile_procs if pipelined else 0).threads),
             "--pool", "threads" if pipelined else "prefork", "--prefetch-multiplier", "1",
             "--without-gossip",
             "--without-mingle", "--loglevel", loglevel,

@@ -24,11 +24,14 @@ from tuner.control.trial_worker import TrialWorker
 from tuner.core.settings import Settings
 from tuner.core.target import parse_worker_device
 from tuner.measure.backends.base import Backend
+from tuner.measure.backends.base import Builder
 from tuner.measure.backends.pool import BackendPool
 from tuner.measure.backends.registry import make_backend
 from tuner.measure.pipeline import CompilePool
+from tuner.measure.pipeline import Pipeline
 from tuner.measure.pipeline import PipelinedBackend
 from tuner.measure.pipeline import worker_backends
+from tuner.measure.pipeline import worker_builders
 from workers.celery_app import BENCH_TASK
 from workers.celery_app import app
 
@@ -50,28 +53,29 @@ class _Runtime:
         self.engine = make_engine(self.settings.db_url)
         device = os.environ.get(ENV_DEVICE, "cpu")
         self.pool = BackendPool(str(parse_worker_device(device)), self.settings,
-                                self._pipelined(device))
+                                *self._pipelined(device))
         self.redis = redis.Redis.from_url(self.settings.broker_url, socket_timeout=2,
                                           socket_connect_timeout=2)
         self.worker = TrialWorker(self.pool.backend_for, session_factory(self.engine),
                                   name=os.environ.get(ENV_NAME) or None,
                                   on_finished=self.announce, close=self.pool.close,
-                                  lease_runs=2 + self.compile_procs)
+                                  lease_runs=Pipeline(self.compile_procs).threads,
+                                  builder_for=self.pool.builder_for)
 
-    def _pipelined(self, device: str) -> dict[str, Backend]:
-        """The device backend fed by a compile pool, when the worker compiles ahead
-        (``tuner.measure.pipeline.worker_backends``)."""
+    def _pipelined(self, device: str) -> tuple[dict[str, Backend], dict[str, Builder]]:
+        """The device backend fed by a compile pool, and that pool as the builder for its
+        kind, when the worker compiles ahead (``tuner.measure.pipeline``)."""
         procs, _, kind = os.environ.get(ENV_COMPILE, "0:").partition(":")
         self.compile_procs = int(procs or 0)
         if self.compile_procs <= 0:
-            return {}
+            return {}, {}
         s = self.settings
         pool = CompilePool(kind, self.compile_procs, cache_dir=s.cache_dir,
                            kernel_roots=s.kernel_roots, memory_bytes=s.bench_memory_bytes)
         backend = PipelinedBackend(make_backend(device, cache_dir=s.cache_dir,
                                                 kernel_roots=s.kernel_roots,
                                                 memory_bytes=s.bench_memory_bytes), pool)
-        return worker_backends(device, backend)
+        return worker_backends(device, backend), worker_builders(backend)
 
     def announce(self, job_id: int) -> None:
         """Wake the schedulers (best effort: they poll the database anyway)."""

@@ -54,7 +54,7 @@ def stages(work: Path, tiny: bool) -> list[tuple[str, list[str], float]]:
         ("machine", ["bash", "-c", machine], 30),
         ("pytest_gpu", [PY, "-m", "pytest", "tests/gpu", "-q", "-rA", "-p", "no:cacheprovider",
                         f"--junitxml={work / 'pytest_gpu.xml'}"], 150),
-        ("conformance_cuda", [PY, "-m", "pytest", "tests/integration/test_backend_conformance.py",
+        ("conformance_cuda", [PY, "-m", "pytest", "tests/process/test_backend_conformance.py",
                               "-q", "-rA", "-p", "no:cacheprovider", "-k", "cuda and not fake",
                               f"--junitxml={work / 'conformance_cuda.xml'}"], 60),
         ("acceptance", [PY, "benchmarks/gpu/acceptance.py", str(work / "acceptance"),

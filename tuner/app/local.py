@@ -48,12 +48,15 @@ from tuner.core.target import as_target
 from tuner.core.types import JobSpec
 from tuner.kernels import KernelSpec
 from tuner.measure.backends.base import Backend
+from tuner.measure.backends.base import Builder
 from tuner.measure.backends.pool import BackendPool
 from tuner.measure.backends.registry import make_backend
 from tuner.measure.bench_process import BenchStartError
 from tuner.measure.pipeline import CompilePool
+from tuner.measure.pipeline import Pipeline
 from tuner.measure.pipeline import PipelinedBackend
 from tuner.measure.pipeline import worker_backends
+from tuner.measure.pipeline import worker_builders
 from tuner.optuna.mirror import Mirror
 from tuner.optuna.mirror import MirrorThread
 
@@ -140,14 +143,14 @@ def run_local_job(spec: JobSpec, kernel: KernelSpec, settings: Settings,
         for b in devices:
             b.close()
         raise
-    runs = 1 + spec.lookahead
-    pools = iter([(i, BackendPool(spec.backend, settings, devices_for(spec, b)))
+    runs = Pipeline.from_lookahead(spec.lookahead).threads
+    pools = iter([(i, BackendPool(spec.backend, settings, *devices_for(spec, b)))
                   for i, b in enumerate(devices) for _ in range(runs)])
 
     def local_worker() -> TrialWorker:
         i, pool = next(pools)
         return TrialWorker(pool.backend_for, sessions, worker_name(f":inline{i}"),
-                           close=pool.close, lease_runs=runs)
+                           close=pool.close, lease_runs=runs, builder_for=pool.builder_for)
 
     queue = InlineQueue(local_worker, len(devices) * runs)
     mirror = Mirror(sessions, settings.db_url, settings.artifact_dir)
@@ -190,7 +193,8 @@ def pipelined(spec: JobSpec, backends: list[Backend], settings: Settings,
     pools: list[CompilePool] = []
     try:
         for _ in backends:
-            pools.append(CompilePool(spec.device_kind, max(1, spec.lookahead - 1),
+            pools.append(CompilePool(spec.device_kind,
+                                     Pipeline.from_lookahead(spec.lookahead).compile_procs,
                                      cache_dir=settings.cache_dir,
                                      kernel_roots=settings.kernel_roots,
                                      memory_bytes=settings.bench_memory_bytes,
@@ -209,12 +213,13 @@ def pipelined(spec: JobSpec, backends: list[Backend], settings: Settings,
     return [PipelinedBackend(b, pool) for b, pool in zip(backends, pools, strict=True)]
 
 
-def devices_for(spec: JobSpec, backend: Backend) -> dict[str, Backend]:
-    """The backends of one local worker thread (``tuner.measure.pipeline.worker_backends`` when it
-    compiles ahead)."""
+def devices_for(spec: JobSpec,
+                backend: Backend) -> tuple[dict[str, Backend], dict[str, Builder]]:
+    """The backends and builders of one local worker thread (``worker_backends`` and
+    ``worker_builders`` of ``tuner.measure.pipeline`` when it compiles ahead)."""
     if isinstance(backend, PipelinedBackend):
-        return worker_backends(spec.backend, backend)
-    return {spec.backend: backend}
+        return worker_backends(spec.backend, backend), worker_builders(backend)
+    return {spec.backend: backend}, {}
 
 
 def _drive(driver: JobDriver, progress: JobProgress, on_event: OnEvent) -> None:

@@ -125,10 +125,11 @@ def lookahead_for(option: int | None, target: Target, parallel: int, *, submit: 
     if option is not None and not 0 <= option <= MAX_COMPILE_PROCS:
         raise UsageError(f"--compile-procs must be between 0 and {MAX_COMPILE_PROCS}, "
                          f"not {option}")
+    from tuner.measure.pipeline import Pipeline
     from tuner.measure.pipeline import default_compile_procs
 
     procs = default_compile_procs(gpus=parallel) if option is None else option
-    return procs + 1 if procs > 0 else 0
+    return Pipeline(procs).lookahead
 
 
 def build_spec(o: JobOptions, settings: Settings, *, submit: bool) -> tuple[JobSpec, KernelSpec]:

@@ -90,7 +90,7 @@ def trial_request(job: JobIdentity, t: Trial, problem: Problem) -> BenchmarkRequ
     check = job.spec.static_check
     overrides: dict[str, Any] = {}
     if t.status == TrialStatus.CHECKING and check is not None:  # compile for the target
-        overrides = {"mode": "check", "backend": f"compile:{check}", "device_kind": check}
+        overrides = {"mode": "check", "device_kind": check}
     return job.request(trial_id=t.id, attempt=t.attempt, problem_id=t.problem_id,
                        problem=problem.problem, params=t.config, **overrides)
 

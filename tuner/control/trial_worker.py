@@ -34,6 +34,7 @@ from tuner.core.types import Measurement
 from tuner.core.types import StaticResult
 from tuner.core.types import TrialStatus
 from tuner.measure.backends.base import Backend
+from tuner.measure.backends.base import Builder
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +65,10 @@ class TrialWorker:
     def __init__(self, backend_for: Callable[[BenchmarkRequest], Backend],
                  sessions: so.sessionmaker[so.Session], name: str | None = None,
                  on_finished: Callable[[int], None] | None = None,
-                 close: Callable[[], None] | None = None, lease_runs: int = 1) -> None:
+                 close: Callable[[], None] | None = None, lease_runs: int = 1,
+                 builder_for: Callable[[BenchmarkRequest], Builder] | None = None) -> None:
         self.backend_for = backend_for
+        self.builder_for = builder_for
         self.sessions = sessions
         self.name = name or worker_name()
         self.on_finished = on_finished
@@ -155,6 +158,18 @@ class TrialWorker:
         elif self.on_finished is not None:
             self.on_finished(request.job_id)
 
+    def _build(self, request: BenchmarkRequest) -> StaticResult:
+        """The static check of ``request`` by the builder for its GPU kind; a worker without
+        builders, or a kind no builder compiles for, answers ``crashed``."""
+        if self.builder_for is None:
+            return StaticResult(status="crashed", target=request.device_kind,
+                                error="this worker has no compiler for static checks")
+        try:
+            builder = self.builder_for(request)
+        except ValueError as exc:
+            return StaticResult(status="crashed", target=request.device_kind, error=str(exc))
+        return builder.check(request)
+
     def handle_check(self, request: BenchmarkRequest) -> None:
         """Compile the config for its target (or find the cached result) and move the trial
         from ``checking`` to ``queued`` or ``invalid``."""
@@ -165,10 +180,7 @@ class TrialWorker:
                 return repo.cached_static(session, key)
 
         found = retry_db(cached, deadline_s=CLAIM_DEADLINE_S, what="reading the check cache")
-        if found is not None:
-            result = StaticResult.from_json(found)
-        else:
-            result = self.backend_for(request).check(request)
+        result = StaticResult.from_json(found) if found is not None else self._build(request)
         values: dict[str, Any] = {
             "static_status": result.status, "static_regs": result.regs,
             "static_spill_bytes": result.spill_bytes, "static_smem_bytes": result.smem_bytes}
@@ -192,9 +204,9 @@ class TrialWorker:
     def handle_confirm(self, request: BenchmarkRequest) -> None:
         """Re-time the finalists interleaved and store their medians (once per attempt)."""
         outcome = self.backend_for(request).confirm(request)
-        if "timings" not in outcome:
+        if not outcome.ok:
             log.warning("confirmation of problem %s failed: %s", request.problem_id,
-                        str(outcome.get("error"))[:500])
+                        str(outcome.error)[:500])
 
             def store_failure() -> bool:  # the driver must not wait out the deadline
                 with self.sessions.begin() as session:
@@ -205,8 +217,7 @@ class TrialWorker:
                         what="recording a failed confirmation") and self.on_finished is not None:
                 self.on_finished(request.job_id)
             return
-        timings = [(int(t["trial_id"]), float(t["median_ms"]), int(t["n"]))
-                   for t in outcome["timings"]]
+        timings = [(t.trial_id, t.median_ms, t.n) for t in outcome.timings]
 
         def store() -> bool:
             with self.sessions.begin() as session:

@@ -4,7 +4,7 @@
 corrupt each other's timings, so they are spread one per GPU (``cuda:0 … cuda:N-1``, or the
 GPUs ``--devices 0,2,5`` names) and ``N`` above the host's GPUs is refused with one line.
 ``cuda:<i>`` names one GPU: with ``--parallel`` above 1 it is refused too. Compile processes
-(``compile:<kind>``) time nothing and are not counted.
+(builders) time nothing and are not counted.
 
 Indices are *logical*, as CUDA numbers the GPUs this process sees: when the service itself runs
 under ``CUDA_VISIBLE_DEVICES=2,5``, ``cuda:1`` is physical GPU 5, and ``physical_gpu`` gives

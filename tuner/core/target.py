@@ -15,7 +15,6 @@ scheme         argument    evidence   what runs
 ``standin``    GPU kind    simulated  real compiles for the kind, simulated device time
 ``model``      GPU kind    predicted  the kernel's analytic model, nothing runs
 ``replay``     file        recorded   times recorded by another tuner (Kernel Tuner)
-``compile``    GPU kind    none       compile-only static checks for the kind
 =============  ==========  =========  ===============================================
 """
 
@@ -40,21 +39,20 @@ class Evidence(enum.Enum):
     SIMULATED = "simulated"
     PREDICTED = "predicted"
     RECORDED = "recorded"
-    NONE = "none"
 
 
 @dataclass(frozen=True)
 class Scheme:
     """One row of the table: ``argument`` is ``""`` (none), ``"index"`` (optional GPU
     index), ``"kind"`` (a datasheet GPU kind) or ``"path"`` (a file); ``on_gpu``: it times a
-    GPU, or poses as one (its trials go to the kind's queue and are compiled ahead);
-    ``public``: users may name it (``compile`` is the fleet's internal static-check target)."""
+    GPU, or poses as one (its trials go to the kind's queue and are compiled ahead).
+    Static checks are no target: a builder for the GPU kind compiles them
+    (``tuner.measure.backends.base.Builder``)."""
 
     name: str
     argument: str
     evidence: Evidence
     on_gpu: bool
-    public: bool = True
 
 
 SCHEMES: Registry[Scheme] = Registry("backend", {s.name: s for s in (
@@ -63,7 +61,6 @@ SCHEMES: Registry[Scheme] = Registry("backend", {s.name: s for s in (
     Scheme("standin", "kind", Evidence.SIMULATED, on_gpu=True),
     Scheme("model", "kind", Evidence.PREDICTED, on_gpu=False),
     Scheme("replay", "path", Evidence.RECORDED, on_gpu=False),
-    Scheme("compile", "kind", Evidence.NONE, on_gpu=False, public=False),
 )})
 
 USAGE = ("auto, interpret, cuda, cuda:N, replay:<kernel tuner cache file>, model:<gpu kind> "
@@ -82,12 +79,12 @@ class Target:
     argument: str = ""
 
     @classmethod
-    def parse(cls, text: str, *, internal: bool = False) -> Target:
+    def parse(cls, text: str) -> Target:
         """``BadTarget`` for an unknown scheme, a missing or malformed argument, or a GPU kind
-        the device table does not hold; ``internal``: also accept ``compile:<kind>``."""
+        the device table does not hold."""
         name, sep, argument = text.partition(":")
         scheme = SCHEMES.get(name) if name in SCHEMES else None
-        if scheme is None or (not scheme.public and not internal):
+        if scheme is None:
             raise BadTarget(f"unknown backend {text!r} ({USAGE})")
         if scheme.argument == "" and sep:
             raise BadTarget(f"the {name} backend takes no argument: {name!r}, not {text!r}")
@@ -97,7 +94,7 @@ class Target:
             raise BadTarget(f"{text!r}: replay needs a file (replay:<kernel tuner cache file>)")
         if scheme.argument == "kind" and argument not in gpu_kinds():
             what = {"model": "model backend predicts", "standin": "stand-in simulates"}.get(
-                name, "compile backend compiles for")
+                name, f"{name} backend runs on")
             raise BadTarget(f"the {what} a datasheet GPU: {name}:<kind> with kind in "
                             f"{', '.join(gpu_kinds())}")
         return cls(scheme, argument)
@@ -125,18 +122,13 @@ class Target:
         return self.scheme.on_gpu
 
     @property
-    def checks_only(self) -> bool:
-        """Compiles configs for a GPU target without running them."""
-        return self.scheme.evidence is Evidence.NONE
-
-    @property
     def gpu_index(self) -> int | None:
         """``N`` of ``cuda:N``; ``None`` for plain ``cuda`` (and every other scheme)."""
         return int(self.argument) if self.scheme.argument == "index" and self.argument else None
 
     @property
     def gpu_kind(self) -> str | None:
-        """The datasheet kind a ``model``/``standin``/``compile`` target names."""
+        """The datasheet kind a ``model``/``standin`` target names."""
         return self.argument if self.scheme.argument == "kind" else None
 
     @property
@@ -169,7 +161,8 @@ class Target:
 
 
 def gpu_kinds() -> list[str]:
-    """The datasheet GPU kinds a ``model``/``standin``/``compile`` target may name."""
+    """The datasheet GPU kinds a ``model``/``standin`` target may name (and builders compile
+    for)."""
     return [k for k in known_kinds() if k != CPU_KIND]
 
 
@@ -189,6 +182,5 @@ def parse_worker_device(text: str) -> Target:
 
 
 def as_target(backend: str | Target) -> Target:
-    """``backend`` as a target (``BadTarget`` for text that names none; ``compile:<kind>``
-    accepted, as stored requests may carry it)."""
-    return backend if isinstance(backend, Target) else Target.parse(backend, internal=True)
+    """``backend`` as a target (``BadTarget`` for text that names none)."""
+    return backend if isinstance(backend, Target) else Target.parse(backend)

@@ -112,8 +112,8 @@ class BenchmarkRequest(JsonRecord):
     timing: TimingSettings = field(default_factory=TimingSettings)
     compile_timeout_s: float = 120.0
     run_timeout_s: float = 60.0
-    #: ``bench`` measures; ``check`` compiles for ``device_kind`` without running (backend
-    #: ``compile:<kind>``); ``confirm`` re-times ``finalists`` interleaved.
+    #: ``bench`` measures; ``check`` compiles for ``device_kind`` without running (in a
+    #: builder for that GPU kind); ``confirm`` re-times ``finalists`` interleaved.
     mode: str = "bench"
     finalists: list[dict[str, Any]] | None = None
 
@@ -231,6 +231,47 @@ class StaticResult(JsonRecord):
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> StaticResult:
         return cls(**{k: v for k, v in data.items() if k in cls.field_names()})
+
+
+@dataclass(frozen=True)
+class Retiming:
+    """One finalist re-timed in a confirmation: its trial, median (ms) and samples."""
+
+    trial_id: int
+    median_ms: float
+    n: int
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """A request's finalists re-timed interleaved (``timings``, in the finalists' order), or
+    why they could not be (``error``; ``fatal``: the device is unusable after it)."""
+
+    timings: tuple[Retiming, ...] = ()
+    error: str | None = None
+    fatal: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @classmethod
+    def failed(cls, error: str, fatal: bool = False) -> Confirmation:
+        return cls(error=error or "confirmation failed", fatal=fatal)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Confirmation:
+        """From the wire form ``{"timings": [{trial_id, median_ms, n}, …]}`` or
+        ``{"error": …}``; anything else is an error."""
+        if data.get("error") is not None or not isinstance(data.get("timings"), list):
+            return cls.failed(str(data.get("error") or "no timings"), bool(data.get("fatal")))
+        return cls(tuple(Retiming(int(t["trial_id"]), float(t["median_ms"]), int(t["n"]))
+                         for t in data["timings"]))
+
+    def to_json(self) -> dict[str, Any]:
+        if self.error is not None:
+            return {"error": self.error, "fatal": self.fatal}
+        return {"timings": [asdict(t) for t in self.timings]}
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The names of the built-in kernels, where each is defined and its signature (dimensions,
 dtypes): data only, so that the production read path (``tuner.lookup``, ``tuner best``) can
 check a question and find a kernel's source file without importing it (importing a kernel
-imports torch and Triton). ``tests/unit/test_kernel_names.py`` holds the table to the
+imports torch and Triton). ``tests/fast/test_kernel_names.py`` holds the table to the
 kernels' own specs.
 
 Fused-epilogue names are ``matmul`` followed by any of, in this order: ``+bias``, one of

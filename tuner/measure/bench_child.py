@@ -10,7 +10,7 @@ reserved for the protocol: anything the kernel prints goes to stderr):
   process exits (a sticky CUDA error poisons the context);
 * ``{"type": "confirm", "request": {...}}`` → ``{"event": "confirmed", "timings": [...]}``:
   the request's finalists re-timed interleaved (``tuner.measure.bench.run_confirmation``);
-* ``{"type": "check", "request": {...}}`` (backend ``compile:<device kind>``) →
+* ``{"type": "check", "request": {...}}`` (``--compile-for <device kind>``) →
   ``{"event": "checked", "result": {...}}``: a static check, compiled for the target only
   (``"inspect": false``: without reading registers and spills from the cubin);
 * backend ``standin:<device kind>`` (``tuner.measure.standin``): ``bench`` and ``confirm`` as
@@ -24,9 +24,17 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 from typing import Any
+
+from tuner.core.types import BenchmarkRequest
+from tuner.core.types import Confirmation
+from tuner.core.types import Measurement
+from tuner.core.types import StaticResult
 
 
 def _send(stream: IO[str], event: dict[str, Any]) -> None:
@@ -36,7 +44,8 @@ def _send(stream: IO[str], event: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tuner.measure.bench_child")
-    parser.add_argument("backend")
+    parser.add_argument("backend", nargs="?", help="the backend whose device it runs")
+    parser.add_argument("--compile-for", help="a GPU kind: compile-only static checks")
     parser.add_argument("--cache-dir", type=Path, default=None)
     parser.add_argument("--kernel-root", type=Path, action="append", default=[])
     args = parser.parse_args(argv)
@@ -59,115 +68,176 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout = sys.stderr
 
     try:
-        from tuner.core.target import Evidence
-        from tuner.core.target import as_target
-        from tuner.core.types import BenchmarkRequest
-        from tuner.measure.bench import run_request
-        from tuner.measure.devices import make_device
-
-        target = as_target(args.backend)
-        if target.checks_only and target.gpu_kind:
-            from tuner.measure.static_check import CompileDevice
-
-            compiler = CompileDevice(target.gpu_kind)
-            _send(proto, {"event": "ready", "device": compiler.describe(), "ceilings": {},
-                          "pid": os.getpid(), "sandbox": sandbox})
-            return _serve_checks(proto, compiler, tuple(args.kernel_root))
-        if target.evidence is Evidence.SIMULATED and target.gpu_kind:
-            from tuner.measure.standin import StandInDevice
-
-            standin = StandInDevice(target.gpu_kind, tuple(args.kernel_root))
-            _send(proto, {"event": "ready", "device": standin.describe(), "ceilings": {},
-                          "pid": os.getpid(), "sandbox": sandbox})
-            return _serve_standin(proto, standin, tuple(args.kernel_root))
-        from tuner.measure.calibrate import LAST_CALIBRATION
-
-        device = make_device(args.backend, args.cache_dir)
-        _send(proto, {"event": "ready", "device": device.describe(),
-                      "ceilings": device.ceilings(), "pid": os.getpid(), "sandbox": sandbox,
-                      "calibration": LAST_CALIBRATION})
+        server = _server(args)
     except Exception as exc:
         _send(proto, {"event": "failed", "error": f"{type(exc).__name__}: {exc}"})
         return 2
+    _send(proto, {"event": "ready", **server.ready, "pid": os.getpid(), "sandbox": sandbox})
+    return serve(proto, server, sys.stdin)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One request to the bench process: ``kind`` is ``bench``, ``confirm``, ``check``,
+    ``ping`` or ``exit``; the first three carry a request."""
+
+    kind: str
+    request: BenchmarkRequest | None = None
+    inspect: bool = True
+
+    @classmethod
+    def parse(cls, line: str) -> Message:
+        """``ValueError`` for anything that is not one well-formed message."""
+        from tuner.core.types import BenchmarkRequest
+
+        data = json.loads(line)
+        if not isinstance(data, dict):
+            raise ValueError("a message is a JSON object")
+        if data.get("type") not in KINDS:
+            raise ValueError(f"unknown message type {data.get('type')!r}")
+        kind = str(data["type"])
+        if kind in ("ping", "exit"):
+            return cls(kind)
+        if not isinstance(data.get("request"), dict):
+            raise ValueError(f"a {kind} message carries a request")
+        return cls(kind, BenchmarkRequest.from_json(data["request"]),
+                   bool(data.get("inspect", True)))
+
+
+KINDS = ("bench", "confirm", "check", "ping", "exit")
+
+
+class Server:
+    """What one bench process does with a request: its device's (``bench``, ``confirm``) or
+    a compiler's (``check``). A message it does not serve is answered with an error event."""
+
+    ready: dict[str, Any]  #: what the ``ready`` event says about the device
+    serves: tuple[str, ...] = ()
+
+    def bench(self, request: BenchmarkRequest,
+              on_compiled: Callable[[float | None], None]) -> tuple[Measurement, bool]:
+        """The measurement and whether the device is unusable after it (fatal)."""
+        raise NotImplementedError
+
+    def confirm(self, request: BenchmarkRequest) -> Confirmation:
+        raise NotImplementedError
+
+    def check(self, request: BenchmarkRequest, inspect: bool) -> StaticResult:
+        raise NotImplementedError
+
+
+class DeviceServer(Server):
+    """``interpret`` or ``cuda``: real kernels, timed."""
+
+    serves = ("bench", "confirm")
+
+    def __init__(self, backend: str, cache_dir: Path | None, roots: tuple[Path, ...]) -> None:
+        from tuner.measure.calibrate import LAST_CALIBRATION
+        from tuner.measure.devices import make_device
+
+        self.device = make_device(backend, cache_dir)
+        self.roots = roots
+        self.ready = {"device": self.device.describe(), "ceilings": self.device.ceilings(),
+                      "calibration": LAST_CALIBRATION}
+
+    def bench(self, request: BenchmarkRequest,
+              on_compiled: Callable[[float | None], None]) -> tuple[Measurement, bool]:
+        from tuner.measure.bench import run_request
+
+        outcome = run_request(self.device, request, self.roots, on_compiled)
+        return outcome.measurement, outcome.fatal
+
+    def confirm(self, request: BenchmarkRequest) -> Confirmation:
+        from tuner.core.types import Confirmation
+        from tuner.measure.bench import run_confirmation
+
+        return Confirmation.from_json(run_confirmation(self.device, request, self.roots))
+
+
+class StandInServer(Server):
+    """``standin:<kind>``: real compiles for the kind, simulated device time."""
+
+    serves = ("bench", "confirm")
+
+    def __init__(self, kind: str, roots: tuple[Path, ...]) -> None:
+        from tuner.measure.standin import StandInDevice
+
+        self.standin = StandInDevice(kind, roots)
+        self.roots = roots
+        self.ready = {"device": self.standin.describe(), "ceilings": {}}
+
+    def bench(self, request: BenchmarkRequest,
+              on_compiled: Callable[[float | None], None]) -> tuple[Measurement, bool]:
+        return self.standin.run(request, self.roots, on_compiled), False
+
+    def confirm(self, request: BenchmarkRequest) -> Confirmation:
+        return self.standin.model.confirm(request)
+
+
+class CompileServer(Server):
+    """``--compile-for <kind>``: static checks for a GPU kind, nothing runs."""
+
+    serves = ("check",)
+
+    def __init__(self, kind: str, roots: tuple[Path, ...]) -> None:
+        from tuner.measure.static_check import CompileDevice
+
+        self.compiler = CompileDevice(kind)
+        self.roots = roots
+        self.ready = {"device": self.compiler.describe(), "ceilings": {}}
+
+    def check(self, request: BenchmarkRequest, inspect: bool) -> StaticResult:
+        return self.compiler.check(request, self.roots, inspect=inspect)
+
+
+def _server(args: argparse.Namespace) -> Server:
+    from tuner.core.target import Evidence
+    from tuner.core.target import as_target
 
     roots = tuple(args.kernel_root)
-    for line in sys.stdin:
+    if args.compile_for:
+        return CompileServer(args.compile_for, roots)
+    target = as_target(args.backend or "")
+    if target.evidence is Evidence.SIMULATED and target.gpu_kind:
+        return StandInServer(target.gpu_kind, roots)
+    return DeviceServer(args.backend, args.cache_dir, roots)
+
+
+def serve(proto: IO[str], server: Server, lines: Iterable[str]) -> int:
+    """Answer each message of ``lines`` until ``exit`` or their end (0), or until a fatal
+    result (3: the device is unusable)."""
+    for line in lines:
         if not line.strip():
             continue
         try:
-            message = json.loads(line)
-            kind = message.get("type")
-        except (ValueError, AttributeError):
-            _send(proto, {"event": "error", "error": "malformed message"})
+            message = Message.parse(line)
+        except (ValueError, TypeError, KeyError) as exc:
+            _send(proto, {"event": "error", "error": f"malformed message: {exc}"})
             continue
-        if kind == "exit":
+        if message.kind == "exit":
             return 0
-        if kind == "ping":
+        if message.kind == "ping":
             _send(proto, {"event": "pong"})
             continue
-        if kind == "confirm":
-            from tuner.measure.bench import run_confirmation
-
-            confirmed = run_confirmation(device, BenchmarkRequest.from_json(message["request"]),
-                                         roots)
-            _send(proto, {"event": "confirmed", **confirmed})
-            if confirmed.get("fatal"):
+        request = message.request
+        assert request is not None
+        if message.kind not in server.serves:
+            _send(proto, {"event": "error", "error": f"this process does not {message.kind}"})
+        elif message.kind == "check":
+            _send(proto, {"event": "checked",
+                          "result": server.check(request, message.inspect).to_json()})
+        elif message.kind == "confirm":
+            confirmed = server.confirm(request)
+            _send(proto, {"event": "confirmed", **confirmed.to_json()})
+            if confirmed.fatal:
                 return 3
-            continue
-        if kind != "bench":
-            _send(proto, {"event": "error", "error": f"unknown message type {kind!r}"})
-            continue
-        request = BenchmarkRequest.from_json(message["request"])
-        outcome = run_request(
-            device, request, roots,
-            on_compiled=lambda s: _send(proto, {"event": "compiled", "compile_s": s}))
-        _send(proto, {"event": "result", "measurement": outcome.measurement.to_json(),
-                      "fatal": outcome.fatal})
-        if outcome.fatal:
-            return 3
-    return 0
-
-
-def _serve_checks(proto: IO[str], compiler: Any, roots: tuple[Path, ...]) -> int:
-    from tuner.core.types import BenchmarkRequest
-
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        message = json.loads(line)
-        if message.get("type") == "exit":
-            return 0
-        if message.get("type") != "check":
-            _send(proto, {"event": "error", "error": "a compile process only checks"})
-            continue
-        result = compiler.check(BenchmarkRequest.from_json(message["request"]), roots,
-                                inspect=bool(message.get("inspect", True)))
-        _send(proto, {"event": "checked", "result": result.to_json()})
-    return 0
-
-
-def _serve_standin(proto: IO[str], standin: Any, roots: tuple[Path, ...]) -> int:
-    """The protocol for a ``standin:<kind>`` device (simulated timing)."""
-    from tuner.core.types import BenchmarkRequest
-
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        message = json.loads(line)
-        kind = message.get("type")
-        if kind == "exit":
-            return 0
-        if kind not in ("bench", "confirm"):
-            _send(proto, {"event": "error", "error": f"unknown message type {kind!r}"})
-            continue
-        request = BenchmarkRequest.from_json(message["request"])
-        if kind == "confirm":
-            _send(proto, {"event": "confirmed", **standin.model.confirm(request)})
-            continue
-        measurement = standin.run(
-            request, roots,
-            on_compiled=lambda s: _send(proto, {"event": "compiled", "compile_s": s}))
-        _send(proto, {"event": "result", "measurement": measurement.to_json(), "fatal": False})
+        else:
+            measurement, fatal = server.bench(
+                request, lambda s: _send(proto, {"event": "compiled", "compile_s": s}))
+            _send(proto, {"event": "result", "measurement": measurement.to_json(),
+                          "fatal": fatal})
+            if fatal:
+                return 3
     return 0
 
 

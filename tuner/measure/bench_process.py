@@ -43,6 +43,7 @@ from tuner.core.isolation import open_sandbox
 from tuner.core.sandbox import sandbox_environment
 from tuner.core.target import as_target
 from tuner.core.types import BenchmarkRequest
+from tuner.core.types import Confirmation
 from tuner.core.types import Measurement
 from tuner.core.types import StaticResult
 from tuner.core.types import TrialStatus
@@ -79,9 +80,11 @@ def _signal_name(returncode: int) -> str:
 
 
 class BenchProcess:
-    """One long-lived bench subprocess for one backend (``interpret`` or ``cuda[:N]``)."""
+    """One long-lived bench subprocess: the device of one backend (``interpret``, ``cuda[:N]``,
+    ``standin:<kind>``), or, with ``compile_for``, a compile-only process for that GPU kind."""
 
-    def __init__(self, backend: str, *, cache_dir: Path | None = None,
+    def __init__(self, backend: str | None = None, *, compile_for: str | None = None,
+                 cache_dir: Path | None = None,
                  kernel_roots: tuple[Path, ...] = (), startup_timeout_s: float = 300.0,
                  extra_env: dict[str, str] | None = None,
                  memory_bytes: int | None = None, tenant: str | None = None) -> None:
@@ -89,7 +92,12 @@ class BenchProcess:
         resident set exceeds this, and its request ends ``out_of_resources`` (``None``: no
         cap). ``tenant``: the one tenant every request is served for (a local run); default:
         the job of each request."""
+        if (backend is None) == (compile_for is None):
+            raise ValueError("a bench process runs a backend or compiles for a GPU kind")
         self.backend = backend
+        self.compile_for = compile_for
+        #: What it is, in messages.
+        self.label = backend or f"compiling for {compile_for}"
         self.tenant = tenant
         self.serving: str | None = None  # the tenant the live process serves
         self.sandbox: Sandbox | None = None
@@ -114,16 +122,16 @@ class BenchProcess:
 
     def _env(self, sandbox: Sandbox) -> dict[str, str]:
         env = sandbox_environment()  # an allowlist: no credential reaches user code
-        target = as_target(self.backend)
-        if target.is_interpreter:
+        target = as_target(self.backend) if self.backend else None
+        if target is not None and target.is_interpreter:
             env["TRITON_INTERPRET"] = "1"
             # One core per trial: stable timings when several bench processes share a host.
             for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
                 env[var] = "1"
         env.update(sandbox.environment())  # its Triton cache: the tenant's, nobody else's
-        if target.gpu_index is not None:  # logical index → the GPU the parent calls so
+        if target is not None and target.gpu_index is not None:  # logical → physical GPU
             env["CUDA_VISIBLE_DEVICES"] = physical_gpu(target.gpu_index)
-        if not target.is_interpreter:
+        if target is None or not target.is_interpreter:
             env.pop("TRITON_INTERPRET", None)
         env.update(self.extra_env)
         return env
@@ -151,7 +159,8 @@ class BenchProcess:
             self.sandbox.release()
         self.sandbox = open_sandbox(tenant, self.cache_dir)
         self.serving = tenant
-        cmd = [sys.executable, "-m", "tuner.measure.bench_child", self.backend]
+        cmd = [sys.executable, "-m", "tuner.measure.bench_child"]
+        cmd += [self.backend] if self.backend else ["--compile-for", str(self.compile_for)]
         if self.cache_dir is not None:
             cmd += ["--cache-dir", str(self.cache_dir)]
         for root in self.kernel_roots:
@@ -175,7 +184,7 @@ class BenchProcess:
         if event is None or event.get("event") != "ready":
             reason = (event or {}).get("error") or self._exit_reason()
             self.kill()
-            raise BenchStartError(f"bench process for {self.backend} did not start: {reason}")
+            raise BenchStartError(f"bench process {self.label} did not start: {reason}")
         self.device = dict(event.get("device", {}))
         self.ceilings = dict(event.get("ceilings", {}))
         self.device["sandbox"] = event.get("sandbox")
@@ -282,10 +291,10 @@ class BenchProcess:
 
     # -- one request ----------------------------------------------------------------------------
     def check(self, request: BenchmarkRequest, inspect: bool = True) -> StaticResult:
-        """Static check of ``request`` in a ``compile:<kind>`` process (compile timeout);
+        """Static check of ``request`` in a ``compile_for`` process (compile timeout);
         ``inspect=False``: compile only, without reading registers and spills."""
         with self._lock:
-            target = self.backend.split(":", 1)[-1]
+            target = self.compile_for or ""
             self.serve(request)
             assert self._proc is not None and self._proc.stdin is not None
             try:
@@ -305,8 +314,8 @@ class BenchProcess:
                 return StaticResult(status="crashed", target=target, error=reason)
             return StaticResult.from_json(event["result"])
 
-    def confirm(self, request: BenchmarkRequest) -> dict[str, Any]:
-        """Re-time the request's finalists interleaved; ``{"timings": …}`` or ``{"error": …}``.
+    def confirm(self, request: BenchmarkRequest) -> Confirmation:
+        """Re-time the request's finalists interleaved (or say why it could not).
 
         Always in a fresh process: nothing an earlier config did to this one (state left
         behind, patched code) can reach the figures a winner is chosen by. The deadline is
@@ -324,16 +333,16 @@ class BenchProcess:
                 event = self._next_event(deadline)
             except TimeoutError:
                 self.kill()
-                return {"error": f"confirmation exceeded {deadline:g} s"}
+                return Confirmation.failed(f"confirmation exceeded {deadline:g} s")
             except OSError:
                 event = None
             if event is None or event.get("event") != "confirmed":
                 reason = self._exit_reason()
                 self.kill()
-                return {"error": reason}
+                return Confirmation.failed(reason)
             if event.get("fatal"):
                 self.kill()
-            return {k: v for k, v in event.items() if k in ("timings", "error")}
+            return Confirmation.from_json(event)
 
     def run(self, request: BenchmarkRequest) -> Measurement:
         """Measure ``request``; every failure (crash, hang, bad output) is a ``Measurement``.

@@ -2,7 +2,7 @@
 
 A serial worker compiles a config inside its bench process on the first call, so the GPU waits
 for every compile. A ``PipelinedBackend`` wraps the device's backend (``cuda:N``, or the
-simulated ``standin:<kind>``) with a ``CompilePool`` of ``compile:<kind>`` processes: while
+simulated ``standin:<kind>``) with a ``CompilePool`` of compile-only processes for its kind: while
 config *i* holds the device, the threads that carry configs *i+1 … i+k* compile them for the
 device's target (Triton's compile-only driver) into the Triton cache of the job they serve,
 which its bench and compile processes share and no other job can write (``TRITON_CACHE_DIR`` =
@@ -35,20 +35,49 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tuner.core.types import BenchmarkRequest
+from tuner.core.types import Confirmation
 from tuner.core.types import Measurement
 from tuner.core.types import StaticResult
 from tuner.core.types import TrialStatus
 from tuner.measure.backends.base import Backend
-from tuner.measure.backends.subprocess_backend import SubprocessBackend
+from tuner.measure.backends.base import Builder
+from tuner.measure.backends.subprocess_backend import CompileBuilder
 from tuner.measure.bench_process import BenchStartError
 
 #: Compile statuses after which a config must not reach the device.
 #: Static results that end a trial before the device: it could not launch (or may not).
 NOT_LAUNCHABLE = ("compile_error", "out_of_resources", "timeout", "invalid")
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """How one GPU's work is pipelined: ``compile_procs`` compile-only processes feed its
+    device (0: serial, the device compiles each config itself). The rest derives from it."""
+
+    compile_procs: int = 0
+
+    @property
+    def lookahead(self) -> int:
+        """Trials in flight beyond the one on the device: one compiling in each process and
+        one compiled, waiting for the device (``JobSpec.lookahead`` of a local job)."""
+        return self.compile_procs + 1 if self.compile_procs > 0 else 0
+
+    @property
+    def threads(self) -> int:
+        """Worker threads that share the device (each holds one trial): ``1 + lookahead``.
+        A trial's lease covers this many runs on the device."""
+        return 1 + self.lookahead
+
+    @classmethod
+    def from_lookahead(cls, lookahead: int) -> Pipeline:
+        """The pipeline a local job's ``lookahead`` stands for (at least one compile process
+        when it is positive)."""
+        return cls(max(1, lookahead - 1) if lookahead > 0 else 0)
 
 
 def default_compile_procs(gpus: int = 1, cores: int | None = None) -> int:
@@ -59,7 +88,8 @@ def default_compile_procs(gpus: int = 1, cores: int | None = None) -> int:
 
 
 class CompilePool:
-    """``size`` compile-only processes for one GPU kind, lent to one caller at a time."""
+    """``size`` compile-only processes for one GPU kind, lent to one caller at a time: a
+    builder (``check``) that compiles ``size`` configs at once."""
 
     def __init__(self, kind: str, size: int, *, cache_dir: Path | None = None,
                  kernel_roots: tuple[Path, ...] = (), memory_bytes: int | None = None,
@@ -68,11 +98,10 @@ class CompilePool:
             raise ValueError("a compile pool needs at least one process")
         self.kind = kind
         self.size = size
-        self._procs = [SubprocessBackend(f"compile:{kind}", cache_dir=cache_dir,
-                                         kernel_roots=kernel_roots, memory_bytes=memory_bytes,
-                                         tenant=tenant)
+        self._procs = [CompileBuilder(kind, cache_dir=cache_dir, kernel_roots=kernel_roots,
+                                      memory_bytes=memory_bytes, tenant=tenant)
                        for _ in range(size)]
-        self._idle: queue.Queue[SubprocessBackend] = queue.Queue()
+        self._idle: queue.Queue[CompileBuilder] = queue.Queue()
         for proc in self._procs:
             self._idle.put(proc)
 
@@ -81,7 +110,7 @@ class CompilePool:
             proc.start()
 
     @contextmanager
-    def lend(self) -> Iterator[SubprocessBackend]:
+    def lend(self) -> Iterator[CompileBuilder]:
         """The next free compile process (blocks while all are busy), for one compile."""
         proc = self._idle.get()
         try:
@@ -89,11 +118,11 @@ class CompilePool:
         finally:
             self._idle.put(proc)
 
-    def compile(self, request: BenchmarkRequest, inspect: bool = False) -> StaticResult:
+    def check(self, request: BenchmarkRequest, inspect: bool = True) -> StaticResult:
         """Compile ``request`` for the pool's kind in the next free process; ``inspect``:
         also read registers and spills (a static check)."""
         with self.lend() as proc:
-            return proc.process.check(request, inspect=inspect)
+            return proc.check(request, inspect=inspect)
 
     def close(self) -> None:
         for proc in self._procs:
@@ -118,7 +147,7 @@ class PipelinedBackend:
         with self.pool.lend() as proc:
             wall, start = time.time(), time.perf_counter()
             try:
-                result = proc.process.check(request, inspect=False)
+                result = proc.check(request, inspect=False)
             except BenchStartError as exc:  # no compile process: the device compiles
                 result = StaticResult(status="crashed", target="", error=str(exc))
             compiled = time.perf_counter()
@@ -139,11 +168,7 @@ class PipelinedBackend:
             measurement = self.device.run(request)
         return dataclasses.replace(measurement, phases={**measurement.phases, **phases})
 
-    def check(self, request: BenchmarkRequest) -> StaticResult:
-        """A static check, through the same pool (and so the same Triton cache)."""
-        return self.pool.compile(request, inspect=True)
-
-    def confirm(self, request: BenchmarkRequest) -> dict[str, Any]:
+    def confirm(self, request: BenchmarkRequest) -> Confirmation:
         with self._gate:
             return self.device.confirm(request)
 
@@ -156,6 +181,12 @@ class PipelinedBackend:
 
 
 def worker_backends(name: str, backend: PipelinedBackend) -> dict[str, Backend]:
-    """A worker's backends by name (``BackendPool``): its device, which also serves the static
-    checks for its own kind (one compile pool, one Triton cache)."""
-    return {name: backend, f"compile:{backend.pool.kind}": backend}
+    """A worker's backends by name (``BackendPool``): its device fed by its compile pool,
+    which also serves the static checks for its own kind (``worker_builders``: one pool,
+    one Triton cache)."""
+    return {name: backend}
+
+
+def worker_builders(backend: PipelinedBackend) -> dict[str, Builder]:
+    """A pipelined worker's builders by GPU kind: its own compile pool."""
+    return {backend.pool.kind: backend.pool}

@@ -1,10 +1,11 @@
 """Static checks: compile a config for a GPU target on a machine without that GPU.
 
-Runs inside a bench process started for ``compile:<device kind>``. A compile-only Triton driver
-reports the target (e.g. ``sm_90``) and every launch of a ``@triton.jit`` kernel becomes a
-compile without a launch, on tensors that live on PyTorch's ``meta`` device (no data). From the
-compiled kernel come its dynamic shared memory and, through ``cuobjdump --dump-resource-usage``
-on the cubin, its registers per thread and its stack (local memory: spills).
+Runs inside a bench process started to compile for a device kind (``--compile-for``). A
+compile-only Triton driver reports the target (e.g. ``sm_90``) and every launch of a
+``@triton.jit`` kernel becomes a compile without a launch, on tensors that live on PyTorch's
+``meta`` device (no data). From the compiled kernel come its dynamic shared memory and,
+through ``cuobjdump --dump-resource-usage`` on the cubin, its registers per thread and its stack
+(local memory: spills).
 
 A config is rejected when it needs more shared memory than the target allows per block
 (``out_of_resources``: it cannot launch) or when ptxas had to spill (``spills``).

@@ -1,17 +1,19 @@
-"""One contract for every backend (DESIGN.md decision 9), as checks a test suite runs against
-each: ``interpret``, ``replay:<file>``, ``model:<gpu kind>``, ``compile:<gpu kind>``,
-``standin:<gpu kind>`` alone and behind a compile pool (``tuner.measure.pipeline``), the fake GPU
-(``tuner.testing.fake_cuda``) and, on a GPU machine, ``cuda``.
+"""One contract per interface (DESIGN.md decision 9), as checks a test suite runs against each
+implementation.
 
-A backend answers a valid config with a timed, scorable measurement and a bad one with a
-failure status, never an exception; it keeps serving after a failure; it re-times finalists
-interleaved; a compile backend checks configs statically and answers anything else with a
-failure at once, as the others answer a static check. Each check raises ``AssertionError``
-with what went wrong.
+Backends (runners: ``interpret``, ``replay:<file>``, ``model:<gpu kind>``, ``standin:<gpu
+kind>`` alone and behind a compile pool, the fake GPU of ``tuner.testing.fake_cuda`` and, on a
+GPU machine, ``cuda``) answer a valid config with a timed, scorable measurement and a bad one
+with a failure status, never an exception; they keep serving after a failure; they re-time
+finalists interleaved (``RUNNER_CHECKS``). Builders (one compile process for a GPU kind, a
+compile pool) compile a valid config and report its registers and shared memory, and answer a
+bad one with a failure status (``BUILDER_CHECKS``). Nothing is asked of an implementation that
+its interface does not declare, so every check asserts something wherever it runs. Each check
+raises ``AssertionError`` with what went wrong.
 
     case = matmul_case("interpret")
     backend = make_backend(case.backend, cache_dir=…, kernel_roots=…); backend.start()
-    for check in CHECKS:
+    for check in RUNNER_CHECKS:
         check(backend, case)
 """
 
@@ -30,6 +32,7 @@ from tuner.core.target import as_target
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import TimingSettings
 from tuner.measure.backends.base import Backend
+from tuner.measure.backends.base import Builder
 
 #: Two valid 64×64×64 matmul configs and one Triton rejects (BLOCK_K not a power of two).
 MATMUL_OK = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 4, "num_warps": 4,
@@ -42,13 +45,13 @@ MATMUL_TOO_BIG = {"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 256, "GROUP_M": 1,
                   "num_warps": 8, "num_stages": 5}
 #: Short timing budgets: the checks test the contract, not the speed.
 QUICK = TimingSettings(warmup_ms=0, rep_ms=10, min_reps=3, max_reps=10)
-BACKEND_KINDS = ("interpret", "cuda", "compile", "replay", "model", "standin")
+BACKEND_KINDS = ("interpret", "cuda", "replay", "model", "standin")
 
 
 @dataclass(frozen=True)
 class BackendCase:
-    """What to ask a backend: a problem, two valid configs, a bad one and the status it must
-    get; ``measures``: it times configs; ``checks``: it compiles them statically."""
+    """What to ask a backend or a builder: a problem, two valid configs, a bad one and the
+    status it must get."""
 
     backend: str
     kernel: str
@@ -59,30 +62,26 @@ class BackendCase:
     bad: dict[str, Any]
     bad_statuses: tuple[str, ...]
     device_kind: str = "any"
-    measures: bool = True
-    checks: bool = False
     timing: TimingSettings = field(default=QUICK)
 
 
-def matmul_case(backend: str, pipelined: bool = False) -> BackendCase:
-    """The fp16 matmul at 64³ on ``backend`` (``interpret``, ``cuda``, ``compile:<kind>``,
-    ``model:<kind>``, ``standin:<kind>``; ``pipelined``: behind a compile pool)."""
+def matmul_case(backend: str) -> BackendCase:
+    """The fp16 matmul at 64³ on ``backend`` (``interpret``, ``cuda``, ``model:<kind>``,
+    ``standin:<kind>``)."""
     problem = {"M": 64, "N": 64, "K": 64}
     target = as_target(backend)
     kind = target.gpu_kind or "any"
-    if target.checks_only:
-        return BackendCase(backend, "matmul", problem, "fp16", MATMUL_OK, MATMUL_OK_ALT,
-                           MATMUL_BAD, ("compile_error",), device_kind=kind,
-                           measures=False, checks=True)
     if target.evidence is Evidence.PREDICTED:
         return BackendCase(backend, "matmul", problem, "fp16", MATMUL_OK, MATMUL_OK_ALT,
                            MATMUL_TOO_BIG, ("out_of_resources",), device_kind=kind)
-    if target.evidence is Evidence.SIMULATED:  # ``checks``: when compiling ahead (its pool)
-        return BackendCase(backend, "matmul", problem, "fp16", MATMUL_OK, MATMUL_OK_ALT,
-                           MATMUL_BAD, ("compile_error",), device_kind=kind,
-                           checks=pipelined)
     return BackendCase(backend, "matmul", problem, "fp16", MATMUL_OK, MATMUL_OK_ALT,
-                       MATMUL_BAD, ("compile_error",))
+                       MATMUL_BAD, ("compile_error",), device_kind=kind)
+
+
+def builder_case(kind: str) -> BackendCase:
+    """The fp16 matmul at 64³ compiled for GPU ``kind`` (a static check of a ``cuda`` job)."""
+    return BackendCase("cuda", "matmul", {"M": 64, "N": 64, "K": 64}, "fp16", MATMUL_OK,
+                       MATMUL_OK_ALT, MATMUL_BAD, ("compile_error",), device_kind=kind)
 
 
 def replay_case(path: Path) -> BackendCase:
@@ -115,9 +114,6 @@ def check_describes_its_device(backend: Backend, case: BackendCase) -> None:
 
 def check_measures_a_valid_config(backend: Backend, case: BackendCase) -> None:
     m = backend.run(request(case, case.good))
-    if not case.measures:
-        assert m.status != "ok" and m.error, f"a backend that does not measure said {m}"
-        return
     assert m.status == "ok", f"a valid config failed: {m.status}: {m.error}"
     assert m.median_ms is not None and m.median_ms > 0 and m.n >= 1
     assert m.p20_ms is not None and m.p80_ms is not None and m.min_ms is not None
@@ -134,8 +130,6 @@ def check_measures_a_valid_config(backend: Backend, case: BackendCase) -> None:
 
 
 def check_bad_configs_are_statuses(backend: Backend, case: BackendCase) -> None:
-    if not case.measures:
-        return
     bad = backend.run(request(case, case.bad))
     assert bad.status in case.bad_statuses, f"{bad.status}: {bad.error}"
     broken = backend.run(request(case, {"nonsense": 1}, trial_id=2))
@@ -148,29 +142,23 @@ def check_retimes_finalists(backend: Backend, case: BackendCase) -> None:
     finalists = [{"trial_id": 11, "params": case.good}, {"trial_id": 12, "params": case.good_alt}]
     outcome = backend.confirm(request(case, case.good, mode="confirm", finalists=finalists,
                                       problem_id=1))
-    if not case.measures:
-        assert "timings" not in outcome and outcome.get("error"), outcome
-        return
-    assert "timings" in outcome, f"confirmation failed: {outcome.get('error')}"
-    timings = outcome["timings"]
-    assert [t["trial_id"] for t in timings] == [11, 12], timings
-    assert all(t["median_ms"] > 0 and t["n"] >= 1 for t in timings), timings
+    assert outcome.ok, f"confirmation failed: {outcome.error}"
+    assert [t.trial_id for t in outcome.timings] == [11, 12], outcome
+    assert all(t.median_ms > 0 and t.n >= 1 for t in outcome.timings), outcome
 
 
-def check_static_checks(backend: Backend, case: BackendCase) -> None:
-    good = backend.check(request(case, case.good, mode="check"))
-    if not case.checks:
-        assert not good.launchable and good.error, f"a backend that does not compile: {good}"
-        return
+def check_static_checks(builder: Builder, case: BackendCase) -> None:
+    good = builder.check(request(case, case.good, mode="check"))
     assert good.launchable, f"a valid config failed its static check: {good}"
     assert good.regs and good.regs > 0 and good.smem_bytes is not None, good
     assert good.smem_limit and good.smem_bytes <= good.smem_limit, good
-    bad = backend.check(request(case, case.bad, mode="check", trial_id=2))
+    assert good.target, f"a static check names no compile target: {good}"
+    bad = builder.check(request(case, case.bad, mode="check", trial_id=2))
     assert bad.status in case.bad_statuses and bad.error, bad
-    assert backend.check(request(case, case.good_alt, mode="check", trial_id=3)).launchable
+    assert builder.check(request(case, case.good_alt, mode="check", trial_id=3)).launchable
 
 
-Check = Callable[[Backend, BackendCase], None]
-CHECKS: tuple[Check, ...] = (check_describes_its_device, check_measures_a_valid_config,
-                             check_bad_configs_are_statuses, check_retimes_finalists,
-                             check_static_checks)
+RUNNER_CHECKS: tuple[Callable[[Backend, BackendCase], None], ...] = (
+    check_describes_its_device, check_measures_a_valid_config, check_bad_configs_are_statuses,
+    check_retimes_finalists)
+BUILDER_CHECKS: tuple[Callable[[Builder, BackendCase], None], ...] = (check_static_checks,)

@@ -29,8 +29,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from tuner.core.types import BenchmarkRequest
+from tuner.core.types import Confirmation
 from tuner.core.types import Measurement
-from tuner.core.types import StaticResult
 from tuner.core.types import TimingSettings
 from tuner.measure.bench import run_confirmation
 from tuner.measure.bench import run_request
@@ -263,13 +263,9 @@ class FakeCudaBackend:
     def run(self, request: BenchmarkRequest) -> Measurement:
         return run_request(self.device, request, self.kernel_roots, lambda s: None).measurement
 
-    def confirm(self, request: BenchmarkRequest) -> dict[str, Any]:
-        return {k: v for k, v in run_confirmation(self.device, request, self.kernel_roots)
-                .items() if k in ("timings", "error")}
-
-    def check(self, request: BenchmarkRequest) -> StaticResult:
-        return StaticResult(status="crashed", target="",
-                            error="the cuda backend does not check statically")
+    def confirm(self, request: BenchmarkRequest) -> Confirmation:
+        return Confirmation.from_json(run_confirmation(self.device, request,
+                                                       self.kernel_roots))
 
     def describe(self) -> dict[str, Any]:
         return {**self.device.describe(), "ceilings": self.device.ceilings()}

@@ -15,8 +15,9 @@ from typing import Any
 from tuner.core.devices import device_spec
 from tuner.core.target import as_target
 from tuner.core.types import BenchmarkRequest
+from tuner.core.types import Confirmation
 from tuner.core.types import Measurement
-from tuner.core.types import StaticResult
+from tuner.core.types import Retiming
 from tuner.core.types import TrialStatus
 from tuner.kernels import KernelError
 from tuner.kernels import load_kernel
@@ -76,17 +77,14 @@ class ModelBackend:
         return Measurement(status=str(TrialStatus.OK), median_ms=ms, p20_ms=ms, p80_ms=ms,
                            min_ms=ms, n=1, cv=0.0, **base)
 
-    def confirm(self, request: BenchmarkRequest) -> dict[str, Any]:
+    def confirm(self, request: BenchmarkRequest) -> Confirmation:
         timings = []
         for finalist in request.finalists or []:
             ms = self.predict(request, dict(finalist["params"]))
             if isinstance(ms, str):
-                return {"error": ms}
-            timings.append({"trial_id": int(finalist["trial_id"]), "median_ms": ms, "n": 1})
-        return {"timings": timings}
-
-    def check(self, request: BenchmarkRequest) -> StaticResult:
-        return StaticResult(status="crashed", target="", error="a model does not compile")
+                return Confirmation.failed(ms)
+            timings.append(Retiming(int(finalist["trial_id"]), ms, 1))
+        return Confirmation(tuple(timings))
 
     def close(self) -> None:
         return None

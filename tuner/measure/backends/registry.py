@@ -3,8 +3,8 @@
 A backend name is ``scheme`` or ``scheme:argument``; the scheme picks the implementation and
 the whole name is passed to it:
 
-* ``interpret``, ``cuda``, ``cuda:N`` and ``compile:<gpu kind>``: real kernels in an isolated
-  bench process (``subprocess_backend``);
+* ``interpret``, ``cuda``, ``cuda:N`` and ``standin:<gpu kind>``: real kernels (or real
+  compiles, for the stand-in) in an isolated bench process (``subprocess_backend``);
 * ``replay:<file>``: answers from a recorded Kernel Tuner cache file (``replay``);
 * ``model:<gpu kind>``: the kernel's analytic prediction (``model``).
 
@@ -31,8 +31,7 @@ class BackendFactory(Protocol):
 
 
 BACKENDS: Registry[BackendFactory] = Registry("backend", {
-    "interpret": SubprocessBackend, "cuda": SubprocessBackend, "compile": SubprocessBackend,
-    "standin": SubprocessBackend,
+    "interpret": SubprocessBackend, "cuda": SubprocessBackend, "standin": SubprocessBackend,
     "replay": ReplayBackend, "model": ModelBackend,
 })
 

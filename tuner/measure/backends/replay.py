@@ -18,8 +18,9 @@ from search_spaces.recorded import Recording
 from search_spaces.recorded import recorded_samples
 from tuner.core.devices import normalise_device_name
 from tuner.core.types import BenchmarkRequest
+from tuner.core.types import Confirmation
 from tuner.core.types import Measurement
-from tuner.core.types import StaticResult
+from tuner.core.types import Retiming
 from tuner.core.types import TrialStatus
 from tuner.kernels.recorded import recording_of
 from tuner.measure.timing import summarise
@@ -92,20 +93,16 @@ class ReplayBackend:
             **base,
         )
 
-    def confirm(self, request: BenchmarkRequest) -> dict[str, Any]:
+    def confirm(self, request: BenchmarkRequest) -> Confirmation:
         """Recorded data has no noise to confirm against: the recorded times come back."""
         timings = []
         for finalist in request.finalists or []:
             m = self.run(BenchmarkRequest.from_json({**request.to_json(),
                                                      "params": finalist["params"]}))
             if m.median_ms is None:
-                return {"error": m.error or "a finalist has no recorded time"}
-            timings.append({"trial_id": int(finalist["trial_id"]), "median_ms": m.median_ms,
-                            "n": m.n})
-        return {"timings": timings}
-
-    def check(self, request: BenchmarkRequest) -> StaticResult:
-        return StaticResult(status="crashed", target="", error="replay does not compile")
+                return Confirmation.failed(m.error or "a finalist has no recorded time")
+            timings.append(Retiming(int(finalist["trial_id"]), m.median_ms, m.n))
+        return Confirmation(tuple(timings))
 
     def close(self) -> None:
         return None

@@ -22,9 +22,9 @@ from tests.conftest import FAULT_KERNEL
 from tests.conftest import ROOT
 from tests.conftest import db_rows
 from tests.conftest import run_cli
-from tests.integration.processes import running
-from tests.integration.test_hostile_kernels import MARKER_URL
-from tests.integration.test_hostile_kernels import _leaked
+from tests.process.test_hostile_kernels import MARKER_URL
+from tests.process.test_hostile_kernels import _leaked
+from tests.processes import running
 from tuner.core.isolation import SandboxPolicy
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import TimingSettings

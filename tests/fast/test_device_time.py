@@ -79,3 +79,12 @@ def test_the_interpreter_compiles_nothing() -> None:
     shown = trial_phases({"interpreted": True, "first_call_s": 0.1, "timing_s": 0.2})
     assert shown["compile_s"] is None and shown["cache_hit"] is None
     assert shown["timing_s"] == 0.2
+
+
+def test_one_pipeline_value_gives_lookahead_threads_and_pool_size() -> None:
+    from tuner.measure.pipeline import Pipeline
+
+    assert (Pipeline(0).lookahead, Pipeline(0).threads) == (0, 1)  # serial: one thread
+    assert (Pipeline(2).lookahead, Pipeline(2).threads) == (3, 4)  # 2 compiling, 1 waiting
+    for procs in range(9):
+        assert Pipeline.from_lookahead(Pipeline(procs).lookahead) == Pipeline(procs)

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from tests.conftest import ROOT
 from tests.conftest import run_cli
+from tests.conftest import run_cli_here
 
 MULTI = "tests/kernels/byo_multi.py:scale_and_sum"
 USE_SCRIPT = r"""
@@ -116,7 +117,7 @@ def test_a_module_by_convention_tunes_serves_and_revalidates(cli_env, tmp_path):
      "double_kernel is a kernel and no function of the module launch it"),
 ])
 def test_a_missing_partner_is_one_line_saying_what_to_add(cli_env, ref, message):
-    proc = run_cli(["tune", ref, "--shape", "n=100"], cli_env)
+    proc = run_cli_here(["tune", ref, "--shape", "n=100"], cli_env)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert message in proc.stderr and "Traceback" not in proc.stderr
 

@@ -79,14 +79,17 @@ def test_compile_ahead_feeds_the_device_from_the_cache_and_keeps_failures_off_it
             assert m.phases["cache_hit"] is False  # the pool compiled it, in a fresh cache
             assert m.phases["device_cache_hit"] is True  # the device only loaded it
             assert m.phases["timing_s"] == pytest.approx(0.2)
-            assert m.phases["device_wait_s"] >= 0
+            waited = m.phases["device_start"] - m.phases["compile_end"]  # unix seconds
+            assert m.phases["device_wait_s"] == pytest.approx(waited, abs=0.05)
+        # two configs compiled side by side, one device held 0.2 s each: one of them waited
+        assert max(m.phases["device_wait_s"] for m in measured) > 0.1
         spans = [(m.phases["device_start"], m.phases["device_end"]) for m in measured]
         assert not overlapping(spans)  # one trial on the device at a time
         compiles = [(m.phases["compile_start"], m.phases["compile_end"]) for m in measured]
         assert overlapping(compiles)  # two compile processes worked side by side
         again = backend.run(request(5, "matmul", MATMUL_CONFIGS[0]))
         assert again.phases["cache_hit"] is True  # compiled once per config and target
-        checked = backend.check(request(6, "matmul", MATMUL_CONFIGS[1]))
+        checked = backend.pool.check(request(6, "matmul", MATMUL_CONFIGS[1]))  # its builder
         assert checked.status == "ok" and checked.cache_hit is True and checked.regs
     finally:
         backend.close()

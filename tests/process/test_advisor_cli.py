@@ -8,6 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.conftest import run_cli
+from tests.conftest import run_cli_here
 
 MLP = "examples/mlp_block.py"
 BLOCK = "examples/transformer_block.py"
@@ -86,5 +87,5 @@ def test_plan_reads_a_saved_profile(cli_env, tmp_path):
     (["roofline", "softmax"], "--shape M=4096,N=4096"),
 ])
 def test_bad_input_gets_one_line(cli_env, args, message):
-    proc = run_cli(args, cli_env)
+    proc = run_cli_here(args, cli_env)
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr

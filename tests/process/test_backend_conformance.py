@@ -1,6 +1,7 @@
 """Every backend passes the one conformance kit (``tuner.testing.conformance``): interpret,
-replay, model, compile (static checks), the stand-in GPU alone and compiling ahead, the fake
-GPU that runs the real CUDA timing code on a simulated clock, and — with a GPU — cuda. Then
+replay, model, the stand-in GPU alone and compiling ahead, the fake GPU that runs the real CUDA
+timing code on a simulated clock, and — with a GPU — cuda; and every builder (one compile
+process, a compile pool) passes the builder checks. Then
 what only the fake GPU can show without a GPU: the order of the timing loop, the statistics it
 reports and the provenance."""
 
@@ -16,12 +17,15 @@ from tests.conftest import ROOT
 from tests.conftest import replay_file
 from tuner.core.roofline import score
 from tuner.measure.backends.base import Backend
+from tuner.measure.backends.base import Builder
 from tuner.measure.backends.registry import make_backend
+from tuner.measure.backends.subprocess_backend import CompileBuilder
 from tuner.measure.pipeline import CompilePool
 from tuner.measure.pipeline import PipelinedBackend
 from tuner.measure.timing import summarise
 from tuner.testing import conformance
-from tuner.testing.conformance import CHECKS
+from tuner.testing.conformance import BUILDER_CHECKS
+from tuner.testing.conformance import RUNNER_CHECKS
 from tuner.testing.conformance import BackendCase
 from tuner.testing.fake_cuda import FAKE_CLOCKS
 from tuner.testing.fake_cuda import FAKE_DRIVER
@@ -39,13 +43,14 @@ BACKENDS = [
     pytest.param("interpret", id="interpret"),
     pytest.param("replay", id="replay"),
     pytest.param("model:h100-sxm", id="model"),
-    pytest.param("compile:h100-sxm", id="compile"),
     pytest.param("standin:h100-sxm", id="standin"),
     pytest.param("pipelined", id="pipelined-standin"),
     pytest.param("fake-cuda", id="fake-cuda"),
     pytest.param("cuda", id="cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(
         not torch.cuda.is_available(), reason="needs a CUDA GPU")]),
 ]
+BUILDERS = [pytest.param("process", id="compile-process"),
+            pytest.param("pool", id="compile-pool")]
 
 
 def _case(name: str) -> BackendCase:
@@ -54,7 +59,7 @@ def _case(name: str) -> BackendCase:
     if name == "fake-cuda":
         return conformance.matmul_case("cuda")
     if name == "pipelined":
-        return conformance.matmul_case("standin:h100-sxm", pipelined=True)
+        return conformance.matmul_case("standin:h100-sxm")
     return conformance.matmul_case(name)
 
 
@@ -75,10 +80,31 @@ def subject(request, cache_dir) -> Iterator[tuple[Backend, BackendCase]]:
     backend.close()  # closing twice is harmless
 
 
-@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))
+@pytest.mark.parametrize("check", RUNNER_CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))
 def test_backend_conformance(subject, check):
     backend, case = subject
     check(backend, case)
+
+
+@pytest.fixture(scope="module", params=BUILDERS)
+def builder(request, cache_dir) -> Iterator[Builder]:
+    made: Builder = CompileBuilder("h100-sxm", cache_dir=cache_dir, kernel_roots=(ROOT,)) \
+        if request.param == "process" else \
+        CompilePool("h100-sxm", 2, cache_dir=cache_dir, kernel_roots=(ROOT,))
+    made.start()
+    yield made
+    made.close()
+    made.close()
+
+
+@pytest.mark.parametrize("check", BUILDER_CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))
+def test_builder_conformance(builder, check):
+    check(builder, conformance.builder_case("h100-sxm"))
+
+
+def test_a_builder_refuses_a_gpu_kind_without_a_datasheet_entry():
+    with pytest.raises(ValueError, match="no datasheet entry for 'h999'"):
+        CompileBuilder("h999")
 
 
 @pytest.fixture(scope="module")
@@ -128,17 +154,17 @@ def test_fake_gpu_confirmation_keeps_each_finalist_to_its_own_samples(fake_gpu):
     start = len(log)
     outcome = fake_gpu.confirm(conformance.request(case, case.good, mode="confirm",
                                                    finalists=finalists, problem_id=1))
-    timings = outcome["timings"]
+    timings = outcome.timings
     samples = timing_samples(log[start:])
-    n = timings[0]["n"]
+    n = timings[0].n
     final = samples[-n * len(finalists):]  # read finalist by finalist after the rounds
     for i, t in enumerate(timings):
         mine = final[i * n:(i + 1) * n]
         assert {s.label for s in mine} == {str(i)}, "samples of another finalist"
-        assert t["median_ms"] == pytest.approx(summarise([s.duration_ms for s in mine])
+        assert t.median_ms == pytest.approx(summarise([s.duration_ms for s in mine])
                                                .median_ms, rel=1e-12)
     # Each finalist is slower by design (1, 1.5, 2 × the base time), and it shows.
-    medians = [t["median_ms"] for t in timings]
+    medians = [t.median_ms for t in timings]
     assert medians == sorted(medians) and medians[2] > 1.5 * medians[0]
     # Interleaved: the rounds alternate the finalists' launches.
     launches = [op.label for op in log[start:] if op.kind == "launch"]

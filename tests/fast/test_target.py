@@ -10,7 +10,6 @@ import pytest
 from tuner.core.target import CPU_QUEUE
 from tuner.core.target import SCHEMES
 from tuner.core.target import BadTarget
-from tuner.core.target import Evidence
 from tuner.core.target import Target
 from tuner.core.target import parse_worker_device
 
@@ -32,9 +31,9 @@ def test_text_that_names_no_target_is_refused_with_a_message(text: str) -> None:
         Target.parse(text)
 
 
-def test_compile_targets_are_internal() -> None:
-    target = Target.parse("compile:h200", internal=True)
-    assert target.checks_only and target.gpu_kind == "h200" and target.evidence is Evidence.NONE
+def test_static_checks_are_no_target() -> None:  # a builder for the GPU kind compiles them
+    with pytest.raises(BadTarget, match="unknown backend 'compile:h200'"):
+        Target.parse("compile:h200")
 
 
 def test_what_each_scheme_may_do() -> None:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.fleet import Fleet
+from tests.fleet.fleet import Fleet
 
 
 @pytest.fixture()

@@ -8,7 +8,7 @@ import itertools
 import json
 from typing import Any
 
-from tests.integration.fleet import Fleet
+from tests.fleet.fleet import Fleet
 from tuner.app.fleet import submit_job
 from tuner.core.settings import Settings
 from tuner.core.types import Budget

@@ -19,8 +19,9 @@ from tests.conftest import FAULT_KERNEL
 from tests.conftest import ROOT
 from tests.conftest import db_rows
 from tests.conftest import run_cli
-from tests.integration.processes import children
-from tests.integration.processes import wait_gone
+from tests.conftest import run_cli_here
+from tests.processes import children
+from tests.processes import wait_gone
 
 pytestmark = pytest.mark.integration
 
@@ -176,8 +177,9 @@ def test_out_of_bounds_options_are_one_error_line_on_every_database(
     env = dict(cli_env)
     if database == "postgresql":
         env["TUNER_DB_URL"] = postgres.url
-    proc = run_cli(["submit", "matmul", "--shape", "M=64,N=64,K=64", "--backend", "interpret",
-                    option, value], env)
+    run = run_cli if option == "--max-attempts" else run_cli_here  # one through a process
+    proc = run(["submit", "matmul", "--shape", "M=64,N=64,K=64", "--backend", "interpret",
+                option, value], env)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert text in proc.stderr and "Traceback" not in proc.stderr + proc.stdout
     assert len([line for line in proc.stderr.splitlines() if line.strip()]) == 1, proc.stderr

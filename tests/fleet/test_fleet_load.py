@@ -10,7 +10,7 @@ import time
 import pytest
 
 from tests.conftest import FAULT_KERNEL
-from tests.integration.fleet import Fleet
+from tests.fleet.fleet import Fleet
 
 pytestmark = pytest.mark.integration
 

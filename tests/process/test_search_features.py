@@ -37,13 +37,13 @@ def _cfg(bm, bn, bk, stages, warps):
 
 def test_static_check_reads_real_compiler_figures_for_hopper(cache_dir):
     """Compiled for sm_90 on this CPU-only machine: registers, spills, shared memory."""
-    proc = BenchProcess("compile:h100-sxm", cache_dir=cache_dir, kernel_roots=(ROOT,))
+    proc = BenchProcess(compile_for="h100-sxm", cache_dir=cache_dir, kernel_roots=(ROOT,))
     try:
         def check(config):
             return proc.check(BenchmarkRequest(
                 trial_id=1, attempt=1, job_id=1, kernel="matmul",
                 problem={"M": 4096, "N": 4096, "K": 4096}, dtype="bf16", params=config,
-                backend="compile:h100-sxm", device_kind="h100-sxm", mode="check"))
+                backend="cuda", device_kind="h100-sxm", mode="check"))
 
         ok = check(_cfg(128, 256, 64, 3, 8))
         assert (ok.status, ok.target, ok.smem_bytes, ok.spill_bytes) == ("ok", "sm_90",

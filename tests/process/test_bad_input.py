@@ -11,6 +11,7 @@ import pytest
 from tests.conftest import FAULT_KERNEL
 from tests.conftest import db_rows
 from tests.conftest import run_cli
+from tests.conftest import run_cli_here
 from tuner.control.tickets import Ticket
 
 pytestmark = pytest.mark.integration
@@ -43,7 +44,7 @@ def _one_error(proc, text: str) -> None:  # type: ignore[no-untyped-def]
      "--db carries a password"),
 ])
 def test_bad_input_is_one_line(cli_env, args, text):
-    _one_error(run_cli(args, cli_env, timeout=120), text)
+    _one_error(run_cli_here(args, cli_env), text)
 
 
 def test_a_malformed_export_serves_what_is_intact(cli_env, tmp_path):

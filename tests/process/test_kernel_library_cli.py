@@ -12,6 +12,7 @@ import pytest
 from tests.conftest import ROOT
 from tests.conftest import db_rows
 from tests.conftest import run_cli
+from tests.conftest import run_cli_here
 
 CASES = [
     ("softmax", "M=3,N=300", "fp16"),
@@ -89,6 +90,6 @@ def test_python_api_tunes_a_user_kernel(cli_env):
     (["tune"], "name the kernel"),
 ])
 def test_bad_user_kernels_get_one_clear_line(cli_env, args, message):
-    proc = run_cli(args, cli_env)
+    proc = run_cli_here(args, cli_env)
     assert proc.returncode == 2
     assert message in proc.stderr and "Traceback" not in proc.stderr

@@ -7,8 +7,8 @@ import pytest
 from db import repository as repo
 from db.models import Problem
 from db.models import Trial
-from tests.unit.test_db import _fresh
-from tests.unit.test_db import _job_with_trial
+from tests.fast.test_db import _fresh
+from tests.fast.test_db import _job_with_trial
 from tuner.control.recording import MAX_FRACTION
 from tuner.control.recording import JobIdentity
 from tuner.control.recording import offer_trial

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from tests.conftest import FAULT_KERNEL
-from tests.integration.fleet import Fleet
+from tests.fleet.fleet import Fleet
 from tuner.core.types import BenchmarkRequest
 
 pytestmark = pytest.mark.integration

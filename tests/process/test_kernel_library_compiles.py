@@ -43,7 +43,7 @@ CASES: list[tuple[str, dict[str, int], str, dict[str, Any]]] = [
 
 @pytest.fixture(scope="module")
 def compiler(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BenchProcess]:
-    proc = BenchProcess("compile:h100-sxm", cache_dir=Path(tmp_path_factory.mktemp("cc")),
+    proc = BenchProcess(compile_for="h100-sxm", cache_dir=Path(tmp_path_factory.mktemp("cc")),
                         kernel_roots=(ROOT,))
     try:
         yield proc
@@ -56,7 +56,7 @@ def compiler(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BenchProcess]
 def test_kernel_compiles_for_sm90(compiler, kernel, problem, dtype, config):
     result = compiler.check(BenchmarkRequest(
         trial_id=1, attempt=1, job_id=1, kernel=kernel, problem=problem, dtype=dtype,
-        params=config, backend="compile:h100-sxm", device_kind="h100-sxm", mode="check"))
+        params=config, backend="cuda", device_kind="h100-sxm", mode="check"))
     assert result.status == "ok", result.error
     assert result.target == "sm_90" and result.spill_bytes == 0
     assert result.regs is not None and 0 < result.regs <= 255

@@ -15,8 +15,8 @@ import pytest
 
 from tests.conftest import FAULT_KERNEL
 from tests.conftest import ROOT
-from tests.integration.processes import running
-from tests.integration.processes import wait_gone
+from tests.processes import running
+from tests.processes import wait_gone
 
 pytestmark = pytest.mark.integration
 
