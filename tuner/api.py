@@ -19,13 +19,11 @@ from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
 
-from tuner.app.local import run_local_job
 from tuner.app.options import JobOptions
-from tuner.app.options import build_spec
 from tuner.app.progress import Event
 from tuner.app.progress import describe
 from tuner.app.progress import ignore
-from tuner.app.views import job_summary
+from tuner.app.tune import tune as tune_locally
 from tuner.core.sandbox import protect_process
 from tuner.core.settings import Settings
 from tuner.core.types import DEFAULT_TRANSFER
@@ -75,13 +73,10 @@ def tune(kernel: str, shapes: Sequence[str] | str, *, dtype: str | None = None,
                          target, patience, sampler, seed, parallel, compile_timeout,
                          run_timeout, None, None, confirm_top=confirm_top, transfer=transfer,
                          lookahead=compile_procs)
-    spec, kernel_spec = build_spec(options, settings, submit=False)
-    outcome = run_local_job(spec, kernel_spec, settings,
-                            _print_to_stderr if verbose else ignore)
-    summary = job_summary(settings, outcome.job_id)
+    run = tune_locally(options, settings, _print_to_stderr if verbose else ignore)
     best = [{"problem": dict(p.problem.problem),
              "config": dict(p.best.config) if p.best else None,
              "fraction": p.problem.best_fraction,
              "median_ms": (p.best.confirm_ms or p.best.median_ms) if p.best else None}
-            for p in summary.problems]
-    return TuneResult(outcome.job_id, settings.db_url, best)
+            for p in run.summary.problems]
+    return TuneResult(run.outcome.job_id, settings.db_url, best)

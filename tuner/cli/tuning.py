@@ -97,19 +97,16 @@ def tune(
 
 def _tune_one(options: JobOptions, settings: Settings) -> bool:
     """Run one job and print its summary; True when a problem has no successful trial."""
-    from tuner.app.local import run_local_job
-    from tuner.app.views import job_summary
+    from tuner.app.tune import tune as tune_locally
     from tuner.cli.render import ProgressBars
     from tuner.cli.render import print_summary
 
-    spec, spec_kernel = build_spec(options, settings, submit=False)
     with ProgressBars(err) as bars:
-        outcome = run_local_job(spec, spec_kernel, settings, bars.show)
-    summary = job_summary(settings, outcome.job_id)
-    print_summary(summary, settings.db_url, console)
-    if outcome.interrupted:
+        run = tune_locally(options, settings, bars.show)
+    print_summary(run.summary, settings.db_url, console)
+    if run.outcome.interrupted:
         raise typer.Exit(130)
-    return any(view.best is None for view in summary.problems)
+    return run.failed_problems > 0
 
 
 @friendly
