@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from tuner.core.isolation import SPAWNER
+from tuner.core.spawner import SPAWNER
 
 
 def test_a_forked_child_starts_processes_through_the_spawner():

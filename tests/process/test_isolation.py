@@ -5,9 +5,11 @@ memory cap. Each attack is also run where the defence is off, to show the probe 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -26,6 +28,9 @@ from tests.process.test_hostile_kernels import MARKER_URL
 from tests.process.test_hostile_kernels import _leaked
 from tests.processes import running
 from tuner.core.isolation import SandboxPolicy
+from tuner.core.isolation import open_sandbox
+from tuner.core.sandbox_ids import lease_uid
+from tuner.core.sandbox_ids import processes
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import TimingSettings
 from tuner.measure.bench_process import BenchProcess
@@ -149,6 +154,45 @@ def test_a_double_forked_grandchild_dies_with_its_trial(cli_env):
         assert files == [], files
     for path in files:
         path.unlink()
+
+
+@needs_isolation
+def test_an_orphan_of_a_sandbox_user_nobody_holds_is_reaped_at_the_next_lease(tmp_path,
+                                                                             monkeypatch):
+    """What nothing could clean up when the service holding the lease was SIGKILLed: a
+    double-forked process of a sandbox user id nobody holds now. The next lease on the host
+    kills it; a process of an id a live sandbox holds is left alone. (Ids outside the default
+    range, so no sandbox of a test running beside this one is touched.)"""
+    policy = dataclasses.replace(POLICY, lock_dir=tmp_path / "locks", uids=(260_000, 50))
+    held_uid, held_lock = lease_uid(policy.lock_dir, policy.uids)
+    orphan_uid = 260_000 + (held_uid - 260_000 + 1) % 50
+
+    def sleeper(uid: int) -> subprocess.Popen[bytes]:
+        return subprocess.Popen([sys.executable, "-S", "-c", "import time; time.sleep(300)"],
+                                user=uid, group=uid, extra_groups=[], env={},
+                                start_new_session=True)
+
+    held, orphan = sleeper(held_uid), sleeper(orphan_uid)
+    sandbox = None
+    try:
+        deadline = time.monotonic() + 10  # both are up before the next lease
+        while {held_uid, orphan_uid} - {u for _, u, _ in processes()}:
+            assert time.monotonic() < deadline, "the sleepers did not start"
+            time.sleep(0.05)
+        # the next lease takes yet another id (reusing the orphan's would kill it anyway)
+        monkeypatch.setattr("tuner.core.sandbox_ids.random.randrange",
+                            lambda n: (orphan_uid + 1 - 260_000) % n)
+        sandbox = open_sandbox("tenant-after-a-crash", tmp_path / "cache", policy)
+        assert sandbox.uid == 260_000 + (orphan_uid + 1 - 260_000) % 50
+        assert orphan.wait(timeout=10) == -signal.SIGKILL
+        assert held.poll() is None, "a live sandbox's process was killed"
+    finally:
+        for proc in (held, orphan):
+            proc.kill()
+            proc.wait()
+        held_lock.close()
+        if sandbox is not None:
+            sandbox.release()
 
 
 def test_the_memory_cap_covers_what_a_kernel_starts(cli_env):

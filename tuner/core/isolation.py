@@ -18,6 +18,9 @@ no credential (every service process runs as another user; their ``/proc/<pid>/e
 its own, "every process of that user" *is* its process tree, however it forked: ``kill_all``
 kills them all at once (``kill(-1)`` as that user), ``resident_bytes`` caps their memory
 together, and ``release`` also deletes what it left in ``/dev/shm``, ``/tmp`` and ``/var/tmp``.
+Should the service itself be SIGKILLed, nothing releases its sandboxes: every later lease on
+the host first kills the processes (and scratch files) of ids no live sandbox holds
+(``tuner.core.sandbox_ids``).
 
 **Same user** (not root, or ``TUNER_SANDBOX=off``): the child tries an unprivileged user and
 network namespace (same uid, no network) and makes itself a child subreaper, so descendants that
@@ -33,11 +36,9 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
-import fcntl
 import hashlib
 import logging
 import os
-import random
 import shutil
 import signal
 import subprocess
@@ -51,14 +52,19 @@ from pathlib import Path
 from typing import IO
 from typing import Any
 
+from tuner.core.sandbox_ids import kill_user
+from tuner.core.sandbox_ids import lease_uid
+from tuner.core.sandbox_ids import processes
+from tuner.core.sandbox_ids import remove_files_of
+from tuner.core.sandbox_ids import rss
+from tuner.core.spawner import SPAWNER
+
 log = logging.getLogger(__name__)
 UID_VAR, GID_VAR, NETNS_VAR = "TUNER_SANDBOX_UID", "TUNER_SANDBOX_GID", "TUNER_SANDBOX_NETNS"
 DEFAULT_UIDS = (200_000, 50_000)  # first id, how many
 DEFAULT_GIDS = (200_000, 50_000)
 CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
 PR_SET_CHILD_SUBREAPER = 36
-#: World-writable folders a sandbox user may leave files in (cleaned at ``release``).
-SCRATCH = (Path("/dev/shm"), Path("/tmp"), Path("/var/tmp"))
 
 
 def _range(value: str | None, default: tuple[int, int]) -> tuple[int, int]:
@@ -192,11 +198,11 @@ class Sandbox:
     def pids(self) -> list[int]:
         """Every live process of the sandbox: its user's, or the started process's tree."""
         if self.uid is not None:
-            return [pid for pid, uid, _ in _processes() if uid == self.uid]
+            return [pid for pid, uid, _ in processes() if uid == self.uid]
         if self.root_pid is None:
             return []
         children: dict[int, list[int]] = {}
-        for pid, _, ppid in _processes():
+        for pid, _, ppid in processes():
             children.setdefault(ppid, []).append(pid)
         tree, todo = [], [self.root_pid]
         while todo:
@@ -207,7 +213,7 @@ class Sandbox:
 
     def resident_bytes(self) -> int:
         """Resident memory of every process of the sandbox together (bytes)."""
-        return sum(_rss(pid) for pid in self.pids())
+        return sum(rss(pid) for pid in self.pids())
 
     def kill_all(self) -> None:
         """SIGKILL every process of the sandbox, however it forked."""
@@ -258,7 +264,7 @@ def open_sandbox(tenant: str, cache_dir: Path | None,
         path.mkdir(parents=True, exist_ok=True)
         os.chown(path, 0, gid)
         os.chmod(path, 0o2770)
-    uid, lock = lease_uid(policy)
+    uid, lock = lease_uid(policy.lock_dir, policy.uids)
     return Sandbox(tenant, folder, uid, gid, lock)
 
 
@@ -291,86 +297,6 @@ def prune_tenants(sandboxes: Path, max_age_s: float = TENANT_MAX_AGE_S) -> None:
 def remove_tenant(cache_dir: Path | None, tenant: str) -> None:
     """Delete a finished tenant's folder (a local run's, once it is over)."""
     shutil.rmtree(tenant_dir(cache_dir, tenant), ignore_errors=True)
-
-
-def lease_uid(policy: SandboxPolicy) -> tuple[int, IO[bytes]]:
-    """A user id no other live sandbox on this host holds (a lock file per id); what a
-    previous holder left behind is killed and deleted first."""
-    policy.lock_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    first, count = policy.uids
-    start = random.randrange(count)
-    for i in range(count):
-        uid = first + (start + i) % count
-        handle = open(policy.lock_dir / f"{uid}.lock", "wb")  # noqa: SIM115 (held while leased)
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.close()
-            continue
-        kill_user(uid, uid)
-        remove_files_of(uid)
-        return uid, handle
-    raise RuntimeError(f"all {count} sandbox user ids are in use (TUNER_SANDBOX_UIDS)")
-
-
-def kill_user(uid: int, gid: int) -> None:
-    """SIGKILL every process of ``uid``: a helper running as that user kills everything it
-    may signal (``kill(-1)``), which is atomic against forks."""
-    if not any(u == uid for _, u, _ in _processes()):
-        return
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        subprocess.run([sys.executable, "-S", "-c",
-                        "import os, signal; os.kill(-1, signal.SIGKILL)"],
-                       user=uid, group=gid, extra_groups=[], env={}, timeout=30,
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, check=False)
-
-
-def remove_files_of(uid: int) -> None:
-    """Delete what user ``uid`` left at the top of the world-writable scratch folders."""
-    for folder in SCRATCH:
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                if entry.stat(follow_symlinks=False).st_uid != uid:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    os.unlink(entry.path)
-            except OSError:
-                continue
-
-
-def _processes() -> list[tuple[int, int, int]]:
-    """(pid, real uid, parent pid) of every process (Linux ``/proc``)."""
-    found = []
-    with contextlib.suppress(OSError):
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{name}/status") as f:
-                    fields = dict(line.split(":", 1) for line in f if ":" in line)
-                found.append((int(name), int(fields["Uid"].split()[0]),
-                              int(fields["PPid"].strip())))
-            except (OSError, KeyError, ValueError):
-                continue
-    return found
-
-
-def _rss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return 0
 
 
 # -- in the child ---------------------------------------------------------------------------
@@ -471,51 +397,3 @@ def run_sandboxed(cmd: list[str], env: Mapping[str, str], sandbox: Sandbox, *,
         for reader in readers:
             reader.join(timeout=5)
     return Finished(proc.returncode, "".join(chunks["out"]), "".join(chunks["err"]), stopped)
-
-
-class _Spawner:
-    """Starts child processes from one long-lived thread. A sandboxed child dies when the
-    *thread* that started it ends (``PR_SET_PDEATHSIG`` follows threads), so children started
-    from a short-lived worker thread would die with it; started here, they die with this
-    process. A forked child (a Celery pool process) starts afresh: the parent's thread does not
-    survive the fork, and its queue still lists that thread as the waiter to wake."""
-
-    def __init__(self) -> None:
-        self._reset()
-        os.register_at_fork(after_in_child=self._reset)
-
-    def _reset(self) -> None:
-        import queue
-        import threading
-
-        self._requests: queue.Queue[Any] = queue.Queue()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-
-    def popen(self, *args: Any, **kwargs: Any) -> subprocess.Popen[str]:
-        import queue
-        import threading
-
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._serve, name="tuner-spawner",
-                                                daemon=True)
-                self._thread.start()
-        answer: queue.Queue[tuple[Any, BaseException | None]] = queue.Queue(1)
-        self._requests.put((args, kwargs, answer))
-        proc, error = answer.get()
-        if error is not None:
-            raise error
-        return proc  # type: ignore[no-any-return]
-
-    def _serve(self) -> None:
-        while True:
-            args, kwargs, answer = self._requests.get()
-            try:
-                answer.put((subprocess.Popen(*args, **kwargs), None))
-            except BaseException as exc:  # handed to the caller
-                answer.put((None, exc))
-
-
-#: ``SPAWNER.popen(...)``: ``subprocess.Popen`` from the long-lived spawner thread.
-SPAWNER = _Spawner()

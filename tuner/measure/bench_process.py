@@ -37,10 +37,10 @@ from typing import IO
 from typing import Any
 
 from tuner.core.gpus import physical_gpu
-from tuner.core.isolation import SPAWNER
 from tuner.core.isolation import Sandbox
 from tuner.core.isolation import open_sandbox
 from tuner.core.sandbox import sandbox_environment
+from tuner.core.spawner import SPAWNER
 from tuner.core.target import as_target
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import Confirmation
