@@ -66,7 +66,7 @@ def test_patience_and_target_stop_a_problem_early(settings) -> None:
     assert problem.measured - problem.last_improvement >= 4
 
 
-def test_the_best_measured_config_is_offered_and_confirmed(settings) -> None:
+def test_the_best_measured_config_is_offered_and_a_recording_is_not_re_timed(settings) -> None:
     _, problem, trials, best = _run(settings, _replay(Budget(trials=15), confirm_top=3))
     fastest = min((t for t in _measured(trials) if t.status == "ok"),
                   key=lambda t: t.median_ms or math.inf)
