@@ -231,5 +231,4 @@ def test_workers_and_watch_commands(fleet):
     listing = fleet.cli("workers")
     assert "w1@fleet" in listing.stdout and "alive" in listing.stdout and "cpu" in listing.stdout
     fleet.kill("w1", signal.SIGKILL)
-    time.sleep(4)
-    assert "silent" in fleet.cli("workers").stdout
+    fleet.wait(lambda: "silent" in fleet.cli("workers").stdout, 30, "the killed worker silent")
