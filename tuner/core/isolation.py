@@ -220,8 +220,19 @@ class Sandbox:
         if self.uid is not None and self.gid is not None:
             kill_user(self.uid, self.gid)
             return
+        self._kill_tree(keep_root=False)
+
+    def kill_descendants(self) -> None:
+        """Same-user mode: SIGKILL what the started process started, while it still lives.
+        Its descendants are in its tree only as long as it (their subreaper) lives: one that
+        is still forking when it exits escapes to init. (Isolated: nothing to do before
+        ``release``, which kills every process of the user.)"""
+        if self.uid is None:
+            self._kill_tree(keep_root=True)
+
+    def _kill_tree(self, keep_root: bool) -> None:
         for _ in range(3):  # processes forked while we kill are caught by the next round
-            pids = self.pids()
+            pids = [p for p in self.pids() if not (keep_root and p == self.root_pid)]
             if not pids:
                 return
             for pid in pids:

@@ -216,8 +216,11 @@ class BenchProcess:
                 pass
 
     def close(self) -> None:
-        """Ask the process to exit, then make sure it has."""
+        """Ask the process to exit, then make sure it has. What it started dies first, while
+        the process still holds it in its tree (``Sandbox.kill_descendants``)."""
         proc = self._proc
+        if self.sandbox is not None:
+            self.sandbox.kill_descendants()
         if proc is not None and proc.poll() is None and proc.stdin is not None:
             try:
                 proc.stdin.write(json.dumps({"type": "exit"}) + "\n")
