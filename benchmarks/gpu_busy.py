@@ -2,7 +2,7 @@
 
 SIMULATED DEVICE, REAL COMPILES. Each run is a local tuning job (``tuner.app.local``: driver,
 database, worker threads, bench process) on the stand-in device ``standin:<kind>``
-(``tuner.measure.standin``): every config is compiled by Triton for the kind's target
+(``tuner.measure.devices.standin``): every config is compiled by Triton for the kind's target
 (``sm_90`` for the H200) on this CPU, in the worker's compile pool or, serially, on the
 device's first call;
 the device is not real: it is held (a sleep) for the request's timing budget (warm-up +
@@ -43,12 +43,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from db.session import make_engine
 from db.session import session_factory
 from tuner.app.local import run_local_job
-from tuner.app.views import summarise_job
 from tuner.core.settings import Settings
 from tuner.core.types import Budget
 from tuner.core.types import JobSpec
 from tuner.core.types import TimingSettings
 from tuner.kernels import resolve_kernel
+from tuner.views.jobs import summarise_job
 
 LABEL = ("simulated device (stand-in: held for the timing budget), real Triton compiles for "
          "the target on this CPU")

@@ -35,7 +35,7 @@ import sqlalchemy as sa
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tuner import lookup  # noqa: E402
+from tuner.serving import lookup  # noqa: E402
 
 KERNEL, DTYPE = "matmul", "fp16"
 
@@ -97,8 +97,8 @@ def autotune_overhead_us(source: str, calls: int, batches: int) -> dict[str, flo
     os.environ.setdefault("TRITON_INTERPRET", "1")
     import torch
 
-    from tuner.autotune import autotune
     from tuner.kernels.matmul import _matmul_kernel
+    from tuner.serving.autotune import autotune
 
     seeds = [{"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 1}]
     import triton
@@ -159,9 +159,9 @@ def main() -> None:
                              "results are never overwritten unless named)")
     args = parser.parse_args()
 
-    from tuner.app.views import export_best
     from tuner.core.settings import Settings
     from tuner.testing.services import PostgresServer
+    from tuner.views.jobs import export_best
 
     shown = {**vars(args), "out": _relative(args.out)}  # no absolute path in the results
     report: dict[str, Any] = {"args": {k: str(v) for k, v in shown.items()},

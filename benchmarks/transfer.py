@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 from search_spaces import Context  # noqa: E402
 from search_spaces import canonical_json  # noqa: E402
-from tuner.core.devices import device_spec  # noqa: E402
-from tuner.core.devices import target_limits  # noqa: E402
+from tuner.core.devices.datasheets import device_spec  # noqa: E402
+from tuner.core.devices.datasheets import target_limits  # noqa: E402
 from tuner.kernels import resolve_kernel  # noqa: E402
 from tuner.search.model_search import ModelSearch  # noqa: E402
 from tuner.search.model_search import valid_candidates  # noqa: E402

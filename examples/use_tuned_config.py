@@ -16,8 +16,8 @@ import sys
 import torch
 
 from tuner.kernels.matmul import launch as launch_matmul
-from tuner.production import triton_configs
-from tuner.production import tuned
+from tuner.serving.production import triton_configs
+from tuner.serving.production import tuned
 
 SOURCE = sys.argv[1] if len(sys.argv) > 1 else "best.json"
 

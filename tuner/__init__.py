@@ -11,17 +11,17 @@ from typing import Any
 
 if TYPE_CHECKING:
     from tuner.api import tune as tune
-    from tuner.autotune import autotune as autotune
-    from tuner.lookup import best_config as best_config
+    from tuner.serving.autotune import autotune as autotune
+    from tuner.serving.lookup import best_config as best_config
 
 
 def __getattr__(name: str) -> Any:
     if name == "best_config":
-        from tuner.lookup import best_config
+        from tuner.serving.lookup import best_config
 
         return best_config
     if name == "autotune":
-        from tuner.autotune import autotune
+        from tuner.serving.autotune import autotune
 
         return autotune
     if name == "tune":

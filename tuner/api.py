@@ -20,13 +20,13 @@ from dataclasses import field
 from typing import Any
 
 from tuner.app.options import JobOptions
-from tuner.app.progress import Event
-from tuner.app.progress import describe
-from tuner.app.progress import ignore
 from tuner.app.tune import tune as tune_locally
 from tuner.core.sandbox import protect_process
 from tuner.core.settings import Settings
 from tuner.core.types import DEFAULT_TRANSFER
+from tuner.views.progress import Event
+from tuner.views.progress import describe
+from tuner.views.progress import ignore
 
 
 @dataclass
@@ -59,7 +59,7 @@ def tune(kernel: str, shapes: Sequence[str] | str, *, dtype: str | None = None,
     (``"M=512,N=512,K=512"`` or a list of them); blocking. ``compile_procs``: processes per
     GPU compiling the next configs while one is timed (``tuner tune --compile-procs``;
     ``None``: from the cores, 0: serial). ``devices``: the GPUs ``backend="cuda"`` times on,
-    one bench process each (default: ``cuda:0 … cuda:parallel-1``; ``tuner.core.gpus``).
+    one bench process each (default: ``cuda:0 … cuda:parallel-1``; ``tuner.measure.gpus``).
     ``verbose`` prints the new bests to stderr as they come.
 
     The calling process holds the database URL, so, like every ``tuner`` command, it is made

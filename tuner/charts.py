@@ -41,7 +41,7 @@ def device_ceilings(device_kind: str | None, measured: Mapping[str, Any] | None 
     ceilings (``{"tflops": {dtype: …}, "bandwidth_gbps": …}``, as a worker measured and each
     trial stores them: the roof its trials were scored against); None when neither is known.
     Nothing is measured here."""
-    from tuner.core.devices import device_spec
+    from tuner.core.devices.datasheets import device_spec
 
     spec = device_spec(device_kind or "")
     if spec is not None:

@@ -44,8 +44,8 @@ from acceptance_cases import tiny_cases  # noqa: E402
 from acceptance_cases import torch_impl  # noqa: E402
 
 from search_spaces import Context  # noqa: E402
-from tuner.core.devices import device_spec  # noqa: E402
-from tuner.core.devices import target_limits  # noqa: E402
+from tuner.core.devices.datasheets import device_spec  # noqa: E402
+from tuner.core.devices.datasheets import target_limits  # noqa: E402
 from tuner.core.roofline import Ceilings  # noqa: E402
 from tuner.core.roofline import roof  # noqa: E402
 from tuner.core.types import TimingSettings  # noqa: E402
@@ -54,8 +54,8 @@ from tuner.measure.bench import relative_error  # noqa: E402
 
 
 def _device(cache: Path) -> Any:
-    from tuner.measure.devices import CpuDevice
-    from tuner.measure.devices import CudaDevice
+    from tuner.measure.devices.hardware import CpuDevice
+    from tuner.measure.devices.hardware import CudaDevice
 
     return CudaDevice(cache) if torch.cuda.is_available() else CpuDevice(cache)
 
@@ -155,8 +155,8 @@ def run_case(case: Case, device: Any, out: Path, deadline: float,
 def device_time(db_url: str, job_id: int) -> dict[str, Any] | None:
     """The tuning job's device time: GPU-seconds, busy fraction, compiles and cache hits,
     median seconds per phase (``tuner.core.device_time``; ``tuner status JOB`` prints it)."""
-    from tuner.app.views import job_summary
     from tuner.core.settings import Settings
+    from tuner.views.jobs import job_summary
 
     summary = job_summary(Settings.from_env().with_db(db_url), job_id)
     if not summary.device_time:

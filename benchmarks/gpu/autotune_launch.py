@@ -92,7 +92,7 @@ def main() -> int:
         checks["only the tuned launch options were compiled"] = binaries == [
             {"num_warps": served.num_warps, "num_stages": served.num_stages}]
         from tuner.core.settings import Settings
-        from tuner.measure.devices import CudaDevice
+        from tuner.measure.devices.hardware import CudaDevice
 
         cuda = CudaDevice(Settings.from_env().cache_dir)  # the calibration cached before
         timing = TimingSettings(warmup_ms=25, rep_ms=100)

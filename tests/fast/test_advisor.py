@@ -19,7 +19,7 @@ from tuner.advisor.plan import operator_job
 from tuner.advisor.profile import summarise
 from tuner.advisor.roofline_view import compute_bound_tokens
 from tuner.advisor.roofline_view import roofline_answer
-from tuner.core.devices import device_spec
+from tuner.core.devices.datasheets import device_spec
 
 
 def test_linear_costs_match_hand_counts():

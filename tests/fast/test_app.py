@@ -9,14 +9,14 @@ import pytest
 
 from tests.conftest import replay_file
 from tuner.app.local import run_local_job
-from tuner.app.progress import Event
-from tuner.app.progress import NewBest
-from tuner.app.progress import ProblemProgress
-from tuner.app.progress import WorkersStarting
-from tuner.app.progress import describe
 from tuner.core.types import Budget
 from tuner.core.types import JobSpec
 from tuner.kernels import resolve_kernel
+from tuner.views.progress import Event
+from tuner.views.progress import NewBest
+from tuner.views.progress import ProblemProgress
+from tuner.views.progress import WorkersStarting
+from tuner.views.progress import describe
 
 
 def test_a_local_job_reports_its_progress_as_events_and_prints_nothing(settings, capfd):

@@ -12,9 +12,9 @@ import pytest
 import torch
 import triton
 
-from tuner.autotune import autotune
 from tuner.kernels.matmul import _matmul_kernel
-from tuner.lookup import clear_cache
+from tuner.serving.autotune import autotune
+from tuner.serving.lookup import clear_cache
 
 TUNED = {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 16, "GROUP_M": 2, "num_warps": 2,
          "num_stages": 2}
@@ -108,3 +108,17 @@ def test_a_launch_says_which_config_and_tier_it_used(export, monkeypatch, capsys
     _matmul(own, 64, 64, 64)
     assert own.served(a, a, a, a, a, a, a, 64, 64, 64)["tier"] == "fallback"
     assert "the kernel's own configs (nothing tuned for it)" in capsys.readouterr().err
+
+
+def test_tuner_autotune_stays_the_decorator_after_its_module_is_imported() -> None:
+    """``tuner.autotune`` is the decorator on every access: its module lives in
+    ``tuner.serving``, so importing that module cannot rebind the package attribute (it did when
+    the module was ``tuner/autotune.py``: the second access returned the module)."""
+    import importlib
+
+    import tuner
+
+    first = tuner.autotune
+    importlib.import_module("tuner.serving.autotune")
+    assert callable(first) and tuner.autotune is first
+    assert tuner.best_config is tuner.best_config

@@ -8,15 +8,15 @@ import re
 import pytest
 
 from tuner.app import local
-from tuner.core.gpus import bench_backends
-from tuner.core.gpus import gpu_count
-from tuner.core.gpus import parse_devices
-from tuner.core.gpus import physical_gpu
 from tuner.core.isolation import SandboxPolicy
 from tuner.core.isolation import open_sandbox
 from tuner.core.parsing import UsageError
 from tuner.core.settings import Settings
 from tuner.measure.bench_process import BenchProcess
+from tuner.measure.gpus import bench_backends
+from tuner.measure.gpus import gpu_count
+from tuner.measure.gpus import parse_devices
+from tuner.measure.gpus import physical_gpu
 
 FOUR = {"CUDA_VISIBLE_DEVICES": "0,1,2,3"}
 
@@ -46,7 +46,7 @@ def test_two_timers_on_one_gpu_are_refused(backend, parallel, devices, message):
 
 
 def test_an_uncountable_host_asks_for_devices(monkeypatch):
-    monkeypatch.setattr("tuner.core.gpus.gpu_count", lambda env=None: None)
+    monkeypatch.setattr("tuner.measure.gpus.gpu_count", lambda env=None: None)
     with pytest.raises(UsageError, match="name them with --devices"):
         bench_backends("cuda", 2, env={})
     assert bench_backends("cuda", 1, (4, 6), env={}) == ["cuda:4", "cuda:6"]

@@ -17,8 +17,8 @@ from tuner.core.sandbox import sandbox_environment
 from tuner.core.types import Budget
 from tuner.core.types import JobSpec
 from tuner.core.types import TimingSettings
-from tuner.measure.devices import _Nvml
-from tuner.measure.devices import nvml_uuid
+from tuner.measure.devices.hardware import _Nvml
+from tuner.measure.devices.hardware import nvml_uuid
 from tuner.optuna.dashboard import read_only
 
 SPEC = JobSpec(kernel="matmul", problems=[{"M": 64, "N": 64, "K": 64}], dtype="fp16",

@@ -147,7 +147,7 @@ def test_attention_counts_and_exp_roof():
 
 
 def test_h100_exp_rate_matches_the_anchor():
-    from tuner.core.devices import device_spec
+    from tuner.core.devices.datasheets import device_spec
 
     spec = device_spec("h100-sxm")
     assert spec is not None and spec.exp_per_s == pytest.approx(3.9e12, rel=0.01)

@@ -41,7 +41,7 @@ def test_the_contracts_hold_and_break_on_an_upward_import(tmp_path):
                         ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     plants = {"tuner/core/types.py": "tuner.cli", "tuner/control/driver.py": "optuna",
-              "tuner/lookup.py": "torch"}
+              "tuner/serving/lookup.py": "torch"}
     for path, module in plants.items():
         with (tmp_path / path).open("a") as f:
             f.write(f"\n\ndef _planted() -> None:\n    import {module}  # noqa: F401\n")
@@ -53,5 +53,5 @@ def test_the_contracts_hold_and_break_on_an_upward_import(tmp_path):
         name = "".join(CONTRACTS[contract]["name"].split())
         assert f"{name}BROKEN" in squeezed, broken.stdout
     for chain in ("tuner.core.types->tuner.cli", "tuner.control.driver->optuna",
-                  "tuner.lookup->torch"):
+                  "tuner.serving.lookup->torch"):
         assert chain in squeezed, broken.stdout

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tuner.export import python_module
-from tuner.lookup import best_config
-from tuner.lookup import clear_cache
-from tuner.production import triton_configs
-from tuner.production import tuned
+from tuner.serving.export import python_module
+from tuner.serving.lookup import best_config
+from tuner.serving.lookup import clear_cache
+from tuner.serving.production import triton_configs
+from tuner.serving.production import tuned
 
 TRITON = importlib.metadata.version("triton")
 
@@ -165,8 +165,8 @@ def test_same_named_kernels_are_served_by_identity(tmp_path, monkeypatch):
 def test_an_export_is_strict_json(tmp_path):
     from types import SimpleNamespace
 
-    from tuner.export import export_rows
-    from tuner.export import write_export
+    from tuner.serving.export import export_rows
+    from tuner.serving.export import write_export
 
     def row(fraction: float) -> SimpleNamespace:
         return SimpleNamespace(kernel="k", kernel_identity="builtin", problem={"N": 1},

@@ -13,11 +13,11 @@ import pytest
 import triton
 
 from search_spaces.canonical import stable_hash
-from tuner.core import local_device
+from tuner.core.devices import local as local_device
 from tuner.core.launch import triton_form
-from tuner.lookup import best_config
-from tuner.lookup import clear_cache
-from tuner.production import to_triton_config
+from tuner.serving.lookup import best_config
+from tuner.serving.lookup import clear_cache
+from tuner.serving.production import to_triton_config
 
 BIG = {"M": 4096, "N": 4096, "K": 4096}
 H100 = {"BLOCK_M": 128, "BLOCK_N": 256, "num_warps": 8, "num_stages": 4}
@@ -107,7 +107,7 @@ def test_the_default_source_is_resolved_once(tmp_path, monkeypatch):
 
 
 def test_staleness_covers_cuda_driver_capability_space_and_user_files(tmp_path, monkeypatch):
-    from tuner import staleness
+    from tuner.serving import staleness
 
     kernel_file = tmp_path / "my_kernel.py"
     kernel_file.write_text("# version 1\n")
@@ -157,7 +157,7 @@ def test_exports_speak_triton_config():
 
 
 def test_triton_configs_default_to_this_device_too(tmp_path, monkeypatch):
-    from tuner.production import triton_configs
+    from tuner.serving.production import triton_configs
 
     src = _write(tmp_path / "h100.json", _entry(H100))
     monkeypatch.setenv("TUNER_DEVICE_KIND", "cpu")
@@ -172,7 +172,7 @@ def test_triton_configs_default_to_this_device_too(tmp_path, monkeypatch):
 def test_the_generated_module_gives_a_triton_config(tmp_path):
     import importlib.util
 
-    from tuner.export import python_module
+    from tuner.serving.export import python_module
 
     doc = {"exported_at": "", "source": "t", "configs": [_entry(H100)]}
     path = tmp_path / "tuned_configs.py"
@@ -190,7 +190,7 @@ def test_the_generated_module_gives_a_triton_config(tmp_path):
 def test_tuned_without_a_default_raises_why_instead_of_warning(tmp_path):
     """No default to serve: one ``LookupError`` naming the unreadable source, not a warning
     that promises defaults followed by an error."""
-    from tuner.production import tuned
+    from tuner.serving.production import tuned
 
     clear_cache()
     broken = tmp_path / "broken.json"

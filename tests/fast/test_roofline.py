@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tuner.core.devices import DEVICES
-from tuner.core.devices import normalise_device_name
-from tuner.core.devices import target_limits
+from tuner.core.devices.datasheets import DEVICES
+from tuner.core.devices.datasheets import normalise_device_name
+from tuner.core.devices.datasheets import target_limits
 from tuner.core.roofline import roof
 from tuner.core.roofline import score
 from tuner.core.types import Measurement

@@ -20,7 +20,7 @@ from search_spaces.matmul import accumulator_regs_per_thread
 from search_spaces.matmul import matmul_space
 from search_spaces.matmul import pipeline_smem_bytes
 from search_spaces.matmul import tutorial_configs
-from tuner.core.devices import target_limits
+from tuner.core.devices.datasheets import target_limits
 
 
 def test_parameter_domains():

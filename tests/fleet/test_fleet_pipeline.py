@@ -1,6 +1,6 @@
 """A pipelined Celery worker (``tuner worker --compile-procs``) in a real fleet: Redis,
 PostgreSQL, a scheduler, and a stand-in GPU (real ``sm_90`` compiles, simulated device
-time, ``tuner.measure.standin``)."""
+time, ``tuner.measure.devices.standin``)."""
 
 from __future__ import annotations
 

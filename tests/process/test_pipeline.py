@@ -1,5 +1,6 @@
 """The pipelined worker (``tuner.measure.pipeline``) with real processes: real Triton compiles for
-``sm_90`` in a compile pool, a stand-in device (``tuner.measure.standin``: simulated device time),
+``sm_90`` in a compile pool, a stand-in device (``tuner.measure.devices.standin``: simulated
+device time),
 a local job, and a Celery worker with a thread pool."""
 
 from __future__ import annotations

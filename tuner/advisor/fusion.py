@@ -22,7 +22,7 @@ from typing import Any
 from tuner.advisor.op_costs import DTYPE_SIZES
 from tuner.advisor.op_costs import OpCost
 from tuner.advisor.op_costs import op_cost
-from tuner.core.devices import DeviceSpec
+from tuner.core.devices.datasheets import DeviceSpec
 from tuner.core.roofline import roof
 
 #: Operator → its role in a tunable chain.

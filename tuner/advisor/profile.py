@@ -31,7 +31,7 @@ from tuner.advisor.fusion import Call
 from tuner.advisor.fusion import FusionChain
 from tuner.advisor.fusion import find_chains
 from tuner.advisor.op_costs import op_cost
-from tuner.core.devices import device_spec
+from tuner.core.devices.datasheets import device_spec
 from tuner.core.roofline import Ceilings
 from tuner.core.roofline import roof
 
@@ -135,7 +135,7 @@ def _ceilings(device: str, measure: MeasureCeilings) -> tuple[str, dict[str, flo
     if device == "cuda":
         import torch
 
-        from tuner.core.devices import normalise_device_name
+        from tuner.core.devices.datasheets import normalise_device_name
 
         kind = normalise_device_name(torch.cuda.get_device_name())
     found = device_ceilings(kind)

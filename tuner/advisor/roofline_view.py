@@ -1,7 +1,8 @@
 """``tuner roofline``: the roofline of one problem on one device kind, and the batch at which a
 matmul turns compute-bound.
 
-All figures come from the datasheet table (``tuner/core/devices.py``): peak TFLOP/s of the compute
+All figures come from the datasheet table (``tuner/core/devices/datasheets.py``): peak TFLOP/s of
+the compute
 dtype and HBM bandwidth. Times in ms, intensities in FLOP per byte.
 """
 
@@ -13,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from search_spaces import DTYPE_BYTES
-from tuner.core.devices import DEVICES
-from tuner.core.devices import device_spec
+from tuner.core.devices.datasheets import DEVICES
+from tuner.core.devices.datasheets import device_spec
 from tuner.core.roofline import roof
 
 

@@ -27,15 +27,15 @@ from db.session import check_reachable
 from db.session import make_engine
 from db.session import safe_url
 from db.session import session_factory
-from tuner.app.progress import JobProgress
-from tuner.app.progress import OnEvent
-from tuner.app.progress import Waiting
-from tuner.app.progress import ignore
 from tuner.control.jobs import CreatedJob
 from tuner.control.jobs import create_job
 from tuner.core.settings import Settings
 from tuner.core.types import JobSpec
 from tuner.kernels import KernelSpec
+from tuner.views.progress import JobProgress
+from tuner.views.progress import OnEvent
+from tuner.views.progress import Waiting
+from tuner.views.progress import ignore
 
 FINISHED = ("completed", "failed", "cancelled")
 
@@ -137,7 +137,7 @@ class WorkerView:
 def fleet_workers(settings: Settings) -> list[WorkerView]:
     """Every worker that registered, by device kind and name (reads only: a missing database
     is ``DatabaseError``, never created)."""
-    from tuner.app.views import read_rows
+    from tuner.views.jobs import read_rows
 
     now = utcnow()
     views = []
@@ -188,7 +188,7 @@ def compile_procs_for(device: str, option: int | None) -> int:
         return 0
     if option is not None:
         return option
-    from tuner.app.machine import local_gpu_names
+    from tuner.core.devices.nvidia_smi import local_gpu_names
     from tuner.measure.pipeline import default_compile_procs
 
     return default_compile_procs(gpus=max(1, len(local_gpu_names())))

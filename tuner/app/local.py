@@ -5,7 +5,7 @@ its own isolated bench process (on a GPU with ``spec.lookahead`` > 0: ``1 + look
 per device, which share it and a pool of ``lookahead - 1`` compile processes,
 ``tuner.measure.pipeline``),
 a driver stepping the job, and a mirror thread recording told
-trials in their Optuna studies. Progress goes to ``on_event`` (``tuner.app.progress``).
+trials in their Optuna studies. Progress goes to ``on_event`` (``tuner.views.progress``).
 
 Order matters for "bad input writes nothing": every check that can fail on user input runs
 before the database is created or touched.
@@ -26,11 +26,6 @@ from db.migrate import ensure_schema
 from db.session import check_reachable
 from db.session import make_engine
 from db.session import session_factory
-from tuner.app.progress import Interrupted
-from tuner.app.progress import JobProgress
-from tuner.app.progress import OnEvent
-from tuner.app.progress import WorkersStarting
-from tuner.app.progress import ignore
 from tuner.control.driver import JobDriver
 from tuner.control.jobs import JobError
 from tuner.control.jobs import create_job
@@ -38,10 +33,9 @@ from tuner.control.jobs import validate
 from tuner.control.queue import InlineQueue
 from tuner.control.trial_worker import TrialWorker
 from tuner.control.trial_worker import worker_name
-from tuner.core.devices import CPU_KIND
-from tuner.core.devices import DEVICES
-from tuner.core.devices import normalise_device_name
-from tuner.core.gpus import bench_backends
+from tuner.core.devices.datasheets import CPU_KIND
+from tuner.core.devices.datasheets import DEVICES
+from tuner.core.devices.datasheets import normalise_device_name
 from tuner.core.isolation import remove_tenant
 from tuner.core.settings import Settings
 from tuner.core.target import as_target
@@ -52,6 +46,7 @@ from tuner.measure.backends.base import Builder
 from tuner.measure.backends.pool import BackendPool
 from tuner.measure.backends.registry import make_backend
 from tuner.measure.bench_process import BenchStartError
+from tuner.measure.gpus import bench_backends
 from tuner.measure.pipeline import CompilePool
 from tuner.measure.pipeline import Pipeline
 from tuner.measure.pipeline import PipelinedBackend
@@ -59,6 +54,11 @@ from tuner.measure.pipeline import worker_backends
 from tuner.measure.pipeline import worker_builders
 from tuner.optuna.mirror import Mirror
 from tuner.optuna.mirror import MirrorThread
+from tuner.views.progress import Interrupted
+from tuner.views.progress import JobProgress
+from tuner.views.progress import OnEvent
+from tuner.views.progress import WorkersStarting
+from tuner.views.progress import ignore
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ class TuneOutcome:
 
 def start_backends(backend: str, n: int, settings: Settings,
                    tenant: str | None = None) -> list[Backend]:
-    """``n`` started backends of one kind, one GPU each on ``cuda`` (``tuner.core.gpus``;
+    """``n`` started backends of one kind, one GPU each on ``cuda`` (``tuner.measure.gpus``;
     ``UsageError`` when they would share one), all closed again if one fails to start;
     ``tenant``: the local run their processes serve (``tuner.measure.bench_process``)."""
     backends: list[Backend] = []

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tuner.app.machine import gpu_visible
-from tuner.core.devices import CPU_KIND
-from tuner.core.devices import DEVICES
-from tuner.core.devices import known_kinds
-from tuner.core.devices import normalise_device_name
+from tuner.core.devices.datasheets import CPU_KIND
+from tuner.core.devices.datasheets import DEVICES
+from tuner.core.devices.datasheets import known_kinds
+from tuner.core.devices.datasheets import normalise_device_name
+from tuner.core.devices.nvidia_smi import gpu_visible
 from tuner.core.limits import spec_errors
 from tuner.core.parsing import UsageError
 from tuner.core.parsing import parse_shape

@@ -20,8 +20,7 @@ from typing import Any
 import sqlalchemy.orm as so
 
 from db import repository as repo
-from tuner.app.machine import local_gpu_kinds
-from tuner.app.views import read_rows
+from tuner.core.devices.nvidia_smi import local_gpu_kinds
 from tuner.core.settings import Settings
 from tuner.core.target import as_target
 from tuner.core.types import BenchmarkRequest
@@ -29,6 +28,7 @@ from tuner.kernels import resolve_kernel
 from tuner.kernels.names import is_file_ref
 from tuner.measure.backends.base import Backend
 from tuner.measure.backends.registry import make_backend
+from tuner.views.jobs import read_rows
 
 
 @dataclass

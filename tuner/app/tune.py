@@ -13,11 +13,11 @@ from tuner.app.local import TuneOutcome
 from tuner.app.local import run_local_job
 from tuner.app.options import JobOptions
 from tuner.app.options import build_spec
-from tuner.app.progress import OnEvent
-from tuner.app.progress import ignore
-from tuner.app.views import JobSummary
-from tuner.app.views import job_summary
 from tuner.core.settings import Settings
+from tuner.views.jobs import JobSummary
+from tuner.views.jobs import job_summary
+from tuner.views.progress import OnEvent
+from tuner.views.progress import ignore
 
 
 @dataclass(frozen=True)

@@ -151,7 +151,7 @@ def render_profile(profile: Any, console: Console, top: int) -> None:
 def profile_command(program: str, args: list[str], device_kind: str,
                     device: str | None) -> Any:
     from tuner.app.advisor import profile as profile_program
-    from tuner.core.devices import DEVICES
+    from tuner.core.devices.datasheets import DEVICES
 
     if device_kind not in DEVICES:
         raise UsageError(f"unknown device kind {device_kind!r} (choose from "

@@ -9,8 +9,8 @@ from tuner.cli import advisor
 from tuner.cli import database
 from tuner.cli import fleet
 from tuner.cli import production
+from tuner.cli import read_only
 from tuner.cli import tuning
-from tuner.cli import views
 
 _type_label = TyperOption.display_type_rich
 
@@ -26,7 +26,7 @@ app = typer.Typer(
     name="tuner", no_args_is_help=True, add_completion=False,
     help="Tune Triton kernels against their roofline; store every trial; serve the best config.",
 )
-for group in (tuning, fleet, views, production, advisor, database):
+for group in (tuning, fleet, read_only, production, advisor, database):
     group.register(app)
 
 

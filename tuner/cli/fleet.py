@@ -28,7 +28,7 @@ def watch(job: Annotated[int, typer.Argument(help="Job id.", min=1, max=MAX_ID)]
           db: DbOption = None) -> None:
     """Follow a job live until it ends."""
     from tuner.app.fleet import watch_job
-    from tuner.cli.render import ProgressBars
+    from tuner.views.terminal import ProgressBars
 
     with ProgressBars(err) as bars:
         status = watch_job(settings_for(db), job, bars.show)

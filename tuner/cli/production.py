@@ -84,10 +84,10 @@ def _check_against_source(question: _Question, dtype: str, device_kind: str | No
     in nor stored in ``src``, or a device kind nobody knows. Unreadable sources are left to
     the lookup, which says so."""
     from search_spaces import DTYPE_BYTES
-    from tuner.core.devices import CPU_KIND
-    from tuner.core.devices import DEVICES
-    from tuner.lookup import ANY_DEVICE
-    from tuner.lookup import stored_keys
+    from tuner.core.devices.datasheets import CPU_KIND
+    from tuner.core.devices.datasheets import DEVICES
+    from tuner.serving.lookup import ANY_DEVICE
+    from tuner.serving.lookup import stored_keys
 
     dtypes = question.dtypes or tuple(DTYPE_BYTES)
     if dtype not in dtypes:
@@ -146,11 +146,11 @@ def best(
     it (exact, bucket, nearest, default), the device kind and any staleness go to stderr.
     Exit status 1 when nothing is tuned for it, 2 on bad input or an unreadable source."""
     from db.session import safe_url
-    from tuner.core.local_device import local_device_kind
-    from tuner.lookup import best_config
-    from tuner.lookup import default_source
-    from tuner.lookup import malformed
-    from tuner.lookup import source_error
+    from tuner.core.devices.local import local_device_kind
+    from tuner.serving.lookup import best_config
+    from tuner.serving.lookup import default_source
+    from tuner.serving.lookup import malformed
+    from tuner.serving.lookup import source_error
 
     ref = kernel_opt or kernel
     if ref is None or (kernel_opt and kernel and kernel_opt != kernel):
@@ -205,7 +205,7 @@ def export(
 ) -> None:
     """Write the best configs to a self-contained JSON file (and a Python module) for
     production lookup."""
-    from tuner.app.views import export_best
+    from tuner.views.jobs import export_best
 
     settings = settings_for(db)
     if kernel is not None:
@@ -227,8 +227,8 @@ def report(
     """Write an HTML report of a job (roofline of every trial, best configs, failures by
     status, search history, device time and its timeline) with its PNG charts."""
     from db.session import session_factory
-    from tuner.app.views import open_engine
-    from tuner.report import build_report
+    from tuner.views.jobs import open_engine
+    from tuner.views.report import build_report
 
     settings = settings_for(db)
     engine = open_engine(settings)

@@ -42,10 +42,10 @@ from tuner.cli.options import TransferOpt
 from tuner.cli.options import TrialsOpt
 from tuner.cli.options import WarmupOpt
 from tuner.cli.options import pick_kernel
-from tuner.core.gpus import parse_devices
 from tuner.core.parsing import UsageError
 from tuner.core.settings import Settings
 from tuner.core.types import DEFAULT_TRANSFER
+from tuner.measure.gpus import parse_devices
 
 MissingOpt = Annotated[Path | None, typer.Option(
     "--missing", help="Tune the shapes production recorded as missing (tuner.autotune(..., "
@@ -98,8 +98,8 @@ def tune(
 def _tune_one(options: JobOptions, settings: Settings) -> bool:
     """Run one job and print its summary; True when a problem has no successful trial."""
     from tuner.app.tune import tune as tune_locally
-    from tuner.cli.render import ProgressBars
-    from tuner.cli.render import print_summary
+    from tuner.views.terminal import ProgressBars
+    from tuner.views.terminal import print_summary
 
     with ProgressBars(err) as bars:
         run = tune_locally(options, settings, bars.show)

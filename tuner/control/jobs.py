@@ -17,9 +17,9 @@ from db import repository as repo
 from db.models import Job
 from search_spaces import Context
 from tuner.control.searches import SEARCHES
-from tuner.core.devices import CPU_KIND
-from tuner.core.devices import DEVICES
-from tuner.core.devices import target_limits
+from tuner.core.devices.datasheets import CPU_KIND
+from tuner.core.devices.datasheets import DEVICES
+from tuner.core.devices.datasheets import target_limits
 from tuner.core.limits import spec_errors
 from tuner.core.target import BadTarget
 from tuner.core.types import JobSpec

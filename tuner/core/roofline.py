@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tuner.core.devices import device_spec
+from tuner.core.devices.datasheets import device_spec
 from tuner.core.types import Measurement
 from tuner.core.types import Score
 

@@ -126,7 +126,7 @@ class Settings:
     bench_memory_bytes: int | None = None
     #: Celery remote control on the workers (``TUNER_REMOTE_CONTROL``; off by default).
     remote_control: bool = False
-    #: GPUs local bench processes time on (``tuner tune --devices``; ``tuner.core.gpus``).
+    #: GPUs local bench processes time on (``tuner tune --devices``; ``tuner.measure.gpus``).
     gpus: tuple[int, ...] = ()
 
     @classmethod

@@ -24,8 +24,8 @@ import enum
 import re
 from dataclasses import dataclass
 
-from tuner.core.devices import CPU_KIND
-from tuner.core.devices import known_kinds
+from tuner.core.devices.datasheets import CPU_KIND
+from tuner.core.devices.datasheets import known_kinds
 from tuner.core.registry import Registry
 
 #: The queue of work that needs no GPU: the interpreter, replays, models, static checks.

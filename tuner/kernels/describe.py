@@ -21,9 +21,9 @@ from typing import Any
 def _space_errors(kernel: Any, problem: dict[str, Any]) -> list[str]:
     """The module's own constraints apply only here: say if they leave no config at all."""
     from search_spaces import Context
-    from tuner.core.devices import CPU_KIND
-    from tuner.core.devices import DEVICES
-    from tuner.core.devices import target_limits
+    from tuner.core.devices.datasheets import CPU_KIND
+    from tuner.core.devices.datasheets import DEVICES
+    from tuner.core.devices.datasheets import target_limits
 
     canonical = kernel.canonical_problem(problem)
     for dtype in kernel.dtypes:

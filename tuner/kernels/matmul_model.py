@@ -27,7 +27,7 @@ from typing import Any
 from search_spaces import DTYPE_BYTES
 from search_spaces.matmul import accumulator_regs_per_thread
 from search_spaces.matmul import pipeline_smem_bytes
-from tuner.core.devices import DeviceSpec
+from tuner.core.devices.datasheets import DeviceSpec
 
 L2_BANDWIDTH_FACTOR = 3.0
 OVERLAP = {1: 0.0, 2: 0.6}

@@ -1,5 +1,5 @@
 """The names of the built-in kernels, where each is defined and its signature (dimensions,
-dtypes): data only, so that the production read path (``tuner.lookup``, ``tuner best``) can
+dtypes): data only, so that the production read path (``tuner.serving.lookup``, ``tuner best``) can
 check a question and find a kernel's source file without importing it (importing a kernel
 imports torch and Triton). ``tests/fast/test_kernel_names.py`` holds the table to the
 kernels' own specs.

@@ -34,7 +34,7 @@ from search_spaces import stable_hash
 if TYPE_CHECKING:
     import torch
 
-    from tuner.core.devices import DeviceSpec
+    from tuner.core.devices.datasheets import DeviceSpec
 
 Problem = Mapping[str, int]
 

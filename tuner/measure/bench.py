@@ -19,12 +19,13 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 
 import torch
 
 from search_spaces import Context
-from tuner.core.devices import target_limits
+from tuner.core.devices.datasheets import target_limits
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import Measurement
 from tuner.core.types import TrialStatus
@@ -32,10 +33,12 @@ from tuner.kernels import KernelError
 from tuner.kernels import load_kernel
 from tuner.kernels.spec import ConfigRejected
 from tuner.measure.compile_watch import watch_compiles
-from tuner.measure.devices import BenchDevice
 from tuner.measure.interpreter_limits import explain as explain_interpreter_limit
 from tuner.measure.interpreter_limits import innermost_user_frame
 from tuner.measure.timing import summarise
+
+if TYPE_CHECKING:
+    from tuner.measure.devices.hardware import BenchDevice
 
 
 @dataclass(frozen=True)

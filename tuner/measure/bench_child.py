@@ -13,7 +13,8 @@ reserved for the protocol: anything the kernel prints goes to stderr):
 * ``{"type": "check", "request": {...}}`` (``--compile-for <device kind>``) →
   ``{"event": "checked", "result": {...}}``: a static check, compiled for the target only
   (``"inspect": false``: without reading registers and spills from the cubin);
-* backend ``standin:<device kind>`` (``tuner.measure.standin``): ``bench`` and ``confirm`` as
+* backend ``standin:<device kind>`` (``tuner.measure.devices.standin``): ``bench`` and ``confirm``
+as
   above, with real compiles and simulated device time;
 * ``{"type": "ping"}`` → ``{"event": "pong"}``; ``{"type": "exit"}`` or EOF → exit 0.
 """
@@ -133,7 +134,7 @@ class DeviceServer(Server):
 
     def __init__(self, backend: str, cache_dir: Path | None, roots: tuple[Path, ...]) -> None:
         from tuner.measure.calibrate import LAST_CALIBRATION
-        from tuner.measure.devices import make_device
+        from tuner.measure.devices.hardware import make_device
 
         self.device = make_device(backend, cache_dir)
         self.roots = roots
@@ -160,7 +161,7 @@ class StandInServer(Server):
     serves = ("bench", "confirm")
 
     def __init__(self, kind: str, roots: tuple[Path, ...]) -> None:
-        from tuner.measure.standin import StandInDevice
+        from tuner.measure.devices.standin import StandInDevice
 
         self.standin = StandInDevice(kind, roots)
         self.roots = roots

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import IO
 from typing import Any
 
-from tuner.core.gpus import physical_gpu
 from tuner.core.isolation import Sandbox
 from tuner.core.isolation import open_sandbox
 from tuner.core.sandbox import sandbox_environment
@@ -47,6 +46,7 @@ from tuner.core.types import Confirmation
 from tuner.core.types import Measurement
 from tuner.core.types import StaticResult
 from tuner.core.types import TrialStatus
+from tuner.measure.gpus import physical_gpu
 
 #: Seconds between two reads of a bench process's resident set.
 MEMORY_POLL_S = 0.05

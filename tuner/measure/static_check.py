@@ -29,7 +29,7 @@ from triton.backends.compiler import GPUTarget
 from triton.runtime.driver import driver
 from triton.runtime.jit import JITFunction
 
-from tuner.core.devices import device_spec
+from tuner.core.devices.datasheets import device_spec
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import StaticResult
 from tuner.kernels import KernelSpec

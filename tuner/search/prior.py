@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 
 from search_spaces import Config
-from tuner.core.devices import device_spec
+from tuner.core.devices.datasheets import device_spec
 from tuner.core.target import Evidence
 from tuner.core.types import JobSpec
 from tuner.kernels import KernelSpec

@@ -1,5 +1,6 @@
 """A fake CUDA GPU for the conformance kit: the service's real CUDA device code
-(``tuner.measure.devices.CudaDevice``, ``tuner.measure.timing``) driven by a simulated runtime,
+(``tuner.measure.devices.hardware.CudaDevice``, ``tuner.measure.timing``) driven by a simulated
+runtime,
 so the timing loop, its statistics and the provenance are checked without a GPU.
 
 ``FakeCudaDevice`` is a ``CudaDevice`` whose runtime (``torch.cuda``'s ``is_available``,
@@ -34,7 +35,7 @@ from tuner.core.types import Measurement
 from tuner.core.types import TimingSettings
 from tuner.measure.bench import run_confirmation
 from tuner.measure.bench import run_request
-from tuner.measure.devices import CudaDevice
+from tuner.measure.devices.hardware import CudaDevice
 
 #: What the fake reports: an H100 SXM, with datasheet-like ceilings.
 FAKE_NAME = "NVIDIA H100 80GB HBM3"

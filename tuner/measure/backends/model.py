@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from tuner.core.devices import device_spec
+from tuner.core.devices.datasheets import device_spec
 from tuner.core.target import as_target
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import Confirmation

@@ -16,7 +16,7 @@ from typing import Any
 
 from search_spaces.recorded import Recording
 from search_spaces.recorded import recorded_samples
-from tuner.core.devices import normalise_device_name
+from tuner.core.devices.datasheets import normalise_device_name
 from tuner.core.types import BenchmarkRequest
 from tuner.core.types import Confirmation
 from tuner.core.types import Measurement

@@ -2,7 +2,8 @@
 backends (``SubprocessBackend``), and the compile-only builder for a GPU kind
 (``CompileBuilder``).
 
-``standin:<kind>`` compiles for real and simulates the device time (``tuner.measure.standin``:
+``standin:<kind>`` compiles for real and simulates the device time
+(``tuner.measure.devices.standin``:
 benchmarks and tests of the pipeline). A builder compiles configs for its kind without a GPU
 and reads their registers, spills and shared memory (``tuner.measure.static_check``).
 """

@@ -26,8 +26,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from tuner.core.local_device import local_device_kind
-from tuner.core.local_device import local_facts
+from tuner.core.devices.local import local_device_kind
+from tuner.core.devices.local import local_facts
 
 
 @cache
@@ -81,7 +81,7 @@ def stale_reasons(kernel: str, device_kind: str | None, fingerprint: Mapping[str
                   by_source: bool = True) -> list[str]:
     """Why a config of ``kernel`` tuned on ``device_kind`` with ``fingerprint`` may no longer
     be right in this process (empty: nothing differs). ``by_source=False``: the file's hash
-    says nothing (a Triton kernel's identity covers its own source, ``tuner.lookup``)."""
+    says nothing (a Triton kernel's identity covers its own source, ``tuner.serving.lookup``)."""
     reasons = []
     for package in ("triton", "torch"):
         stored, here = fingerprint.get(package), _version(package)

@@ -17,8 +17,8 @@ from typing import Protocol
 import torch
 import triton
 
-from tuner.core.devices import CPU_KIND
-from tuner.core.devices import normalise_device_name
+from tuner.core.devices.datasheets import CPU_KIND
+from tuner.core.devices.datasheets import normalise_device_name
 from tuner.core.target import as_target
 from tuner.core.types import TimingSettings
 from tuner.measure.calibrate import cached_ceilings

@@ -50,7 +50,7 @@ from typing import Any
 
 from tuner.core.launch import triton_form
 from tuner.kernels.identity import jit_identity
-from tuner.lookup import best_config
+from tuner.serving.lookup import best_config
 
 #: torch dtype names (``str(tensor.dtype)``) → the service's dtype names.
 DTYPE_NAMES = {"torch.float32": "fp32", "torch.float16": "fp16", "torch.bfloat16": "bf16",
@@ -151,7 +151,7 @@ class TunedKernel:
         launch options; None on fallback), ``tier`` (``exact``, ``bucket``, ``nearest`` or
         ``fallback``: the kernel's own configs), ``problem`` and ``dtype`` asked,
         ``tuned_for`` / ``device_kind`` of the stored config (None on fallback) and ``stale``:
-        why it may no longer be right (``tuner.staleness``; computed on this call)."""
+        why it may no longer be right (``tuner.serving.staleness``; computed on this call)."""
         self.tuned_config(*args, **kwargs)
         values, dtype = self._cache_key(args, kwargs)
         served, found = self._served[(*values, dtype)]
@@ -223,7 +223,7 @@ class TunedKernel:
         return triton.Config(**form, pre_hook=self._pre_hook)
 
     def _note_missing(self, problem: dict[str, int], dtype: str, tier: str | None) -> None:
-        from tuner.core.local_device import local_device_kind
+        from tuner.core.devices.local import local_device_kind
 
         key = (tuple(problem.items()), dtype)
         if key in self._recorded:

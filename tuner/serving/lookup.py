@@ -10,7 +10,7 @@ exported JSON file, trying in order:
 4. ``default``: the ``default`` argument, else the kernel's default of an export file.
 
 **Which device.** ``device_kind=None`` means this process's device
-(``tuner.core.local_device``: ``TUNER_DEVICE_KIND``, torch's current GPU, NVML, else ``cpu``),
+(``tuner.core.devices.local``: ``TUNER_DEVICE_KIND``, torch's current GPU, NVML, else ``cpu``),
 or, when that found no device for certain (torch not imported yet, no NVML), the single device
 kind of an export file that holds one. Serving a config tuned on another kind needs
 ``device_kind="any"``, and then the answer says so (``crossed`` True and a stale reason naming
@@ -23,7 +23,8 @@ connect timeout, so a lookup never blocks for long.
 
 The answer is a ``TunedConfig``: a plain dict of parameters that also says which tier served
 it, for which problem and device kind it was tuned, and whether its fingerprint still matches
-this process (``stale`` and ``stale_reasons``, computed on first access: ``tuner.staleness``).
+this process (``stale`` and ``stale_reasons``, computed on first access:
+``tuner.serving.staleness``).
 
 Each (source, kernel, dtype) is loaded once; answers are cached per process, so only the first
 call for a key does I/O and the hot path is a dict lookup and a copy. The default source
@@ -43,7 +44,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tuner.core.local_device import local_device_kind
+from tuner.core.devices.local import local_device_kind
 from tuner.core.types import problem_hash
 
 #: ``device_kind`` value that accepts a config tuned on any kind of device (the answer says so).
@@ -89,7 +90,7 @@ class TunedConfig(dict[str, Any]):
         if entry is None:
             return []
         if "_stale_reasons" not in entry:
-            from tuner.staleness import stale_reasons
+            from tuner.serving.staleness import stale_reasons
 
             printed = entry.get("fingerprint")
             reasons = stale_reasons(self.kernel, entry["device_kind"],
@@ -139,7 +140,7 @@ BUCKETS: dict[str, Callable[[Mapping[str, int]], Any] | None] = {"pow2": pow2_bu
 def _read_file(source: str) -> dict[str, Any]:
     doc = _FILES.get(source)
     if doc is None:
-        from tuner.export import read_export_document
+        from tuner.serving.export import read_export_document
 
         doc = read_export_document(Path(source))
         _FILES[source] = doc
@@ -252,7 +253,7 @@ def _choose(entries: list[dict[str, Any]], problem: Mapping[str, int],
 
 def default_kind(source: str) -> str:
     """This process's device kind, or an export's single kind when this process's is a guess."""
-    from tuner.core.local_device import device_is_known
+    from tuner.core.devices.local import device_is_known
 
     if not device_is_known() and _is_file_source(source):
         kinds = {e["device_kind"] for e in _read_file(source)["configs"]}
@@ -368,8 +369,8 @@ def source_error(source: str) -> str | None:
 
 def clear_cache() -> None:
     """Forget every answer, loaded source, failure and the resolved default source."""
-    from tuner import staleness
-    from tuner.core import local_device
+    from tuner.core.devices import local as local_device
+    from tuner.serving import staleness
 
     with _LOCK:
         _CACHE.clear()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from tuner.core.devices import normalise_device_name
+from tuner.core.devices.datasheets import normalise_device_name
 
 
 def local_gpu_names() -> list[str]:

@@ -36,11 +36,11 @@ from tuner.core.device_time import account
 from tuner.core.device_time import queue_wait_s
 from tuner.core.device_time import trial_phases
 from tuner.core.settings import Settings
-from tuner.export import export_rows
-from tuner.export import python_module
-from tuner.export import write_export
 from tuner.kernels import KernelError
 from tuner.kernels import resolve_kernel
+from tuner.serving.export import export_rows
+from tuner.serving.export import python_module
+from tuner.serving.export import write_export
 
 T = TypeVar("T")
 

@@ -17,19 +17,19 @@ from rich.table import Table
 
 from db.models import Trial
 from db.session import safe_url
-from tuner.app.progress import Event
-from tuner.app.progress import Interrupted
-from tuner.app.progress import NewBest
-from tuner.app.progress import ProblemProgress
-from tuner.app.progress import Waiting
-from tuner.app.progress import WorkersStarting
-from tuner.app.progress import config_text
-from tuner.app.progress import waiting_text
-from tuner.app.views import JobSummary
 from tuner.core.device_time import PHASES
 from tuner.core.device_time import DeviceTime
 from tuner.core.target import Evidence
 from tuner.core.target import as_target
+from tuner.views.jobs import JobSummary
+from tuner.views.progress import Event
+from tuner.views.progress import Interrupted
+from tuner.views.progress import NewBest
+from tuner.views.progress import ProblemProgress
+from tuner.views.progress import Waiting
+from tuner.views.progress import WorkersStarting
+from tuner.views.progress import config_text
+from tuner.views.progress import waiting_text
 
 
 class ProgressBars:

@@ -1,6 +1,7 @@
 """What this process would launch a kernel on, found without importing torch or Triton.
 
-Production lookups (``tuner.lookup``) serve configs tuned on the device kind the caller will
+Production lookups (``tuner.serving.lookup``) serve configs tuned on the device kind the caller
+will
 launch on; with no ``device_kind`` given, that is this process's device:
 
 1. ``TUNER_DEVICE_KIND`` when set (e.g. a service that launches on a GPU it has not touched yet);
@@ -26,8 +27,8 @@ import sys
 from functools import cache
 from typing import Any
 
-from tuner.core.devices import CPU_KIND
-from tuner.core.devices import normalise_device_name
+from tuner.core.devices.datasheets import CPU_KIND
+from tuner.core.devices.datasheets import normalise_device_name
 
 
 def _torch_device() -> tuple[str, str] | None:

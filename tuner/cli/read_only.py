@@ -11,18 +11,18 @@ from rich.markup import escape
 from rich.table import Table
 
 from search_spaces import Param
-from tuner.app.progress import config_text
 from tuner.cli.common import DbOption
 from tuner.cli.common import JsonOption
 from tuner.cli.common import console
 from tuner.cli.common import err
 from tuner.cli.common import friendly
 from tuner.cli.common import settings_for
-from tuner.cli.render import device_time_lines
-from tuner.cli.render import phase_table
 from tuner.core.limits import MAX_ID
 from tuner.core.parsing import UsageError
 from tuner.core.target import as_target
+from tuner.views.progress import config_text
+from tuner.views.terminal import device_time_lines
+from tuner.views.terminal import phase_table
 
 
 @friendly
@@ -40,9 +40,9 @@ def status(
 ) -> None:
     """Show recent jobs, or one job's problems, trial statuses and device time (GPU-seconds,
     busy fraction, median seconds per phase)."""
-    from tuner.app.views import job_summary
-    from tuner.app.views import recent_jobs
-    from tuner.app.views import summary_json
+    from tuner.views.jobs import job_summary
+    from tuner.views.jobs import recent_jobs
+    from tuner.views.jobs import summary_json
 
     settings = settings_for(db)
     if last:
@@ -159,8 +159,8 @@ def dashboard(
 ) -> None:
     """Serve optuna-dashboard on the service database (every job's studies), read-only."""
     from db.session import safe_url
-    from tuner.app.views import open_engine
     from tuner.optuna.dashboard import serve
+    from tuner.views.jobs import open_engine
 
     settings = settings_for(db)
     open_engine(settings).dispose()  # one line when there is no database yet

@@ -1,6 +1,6 @@
 """Tuned configs in production code: ``triton.Config`` lists and a launcher decorator.
 
-    from tuner.production import triton_configs, tuned
+    from tuner.serving.production import triton_configs, tuned
 
     @triton.autotune(configs=triton_configs("matmul", "bf16", "h100-sxm", top_k=4), key=["M"])
     @triton.jit
@@ -26,10 +26,10 @@ from typing import Any
 from typing import TypeVar
 
 from tuner.core.launch import triton_form
-from tuner.lookup import best_config
-from tuner.lookup import default_source
-from tuner.lookup import shown_source
-from tuner.lookup import source_error
+from tuner.serving.lookup import best_config
+from tuner.serving.lookup import default_source
+from tuner.serving.lookup import shown_source
+from tuner.serving.lookup import source_error
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -39,10 +39,10 @@ def stored_configs(kernel: str, dtype: str, device_kind: str | None = None,
     """Distinct stored best configs of a kernel (all problems), best fraction first, of
     ``device_kind`` (default: this process's device, as ``best_config`` decides; ``"any"``:
     every kind). Raises when the source cannot be read."""
-    from tuner.lookup import ANY_DEVICE
-    from tuner.lookup import default_kind
-    from tuner.lookup import default_source
-    from tuner.lookup import stored_entries
+    from tuner.serving.lookup import ANY_DEVICE
+    from tuner.serving.lookup import default_kind
+    from tuner.serving.lookup import default_source
+    from tuner.serving.lookup import stored_entries
 
     src = source or default_source()
     entries = stored_entries(src, kernel, dtype)
