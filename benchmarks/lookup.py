@@ -10,7 +10,12 @@ One run, one machine:
 * **default source**: the same with no ``source=`` (``TUNER_BEST_CONFIGS`` names the export,
   resolved once per process);
 * **tuner.autotune**: what a launch through ``tuner.autotune`` adds before Triton's launch
-  (``TunedKernel.tuned_config`` on the launch arguments, cached), beside the dict floor.
+  (``TunedKernel.tuned_config`` on the launch arguments, cached), beside the dict floor;
+* **tuner.patch**: what ``tuner.patch()`` adds to a library's own launch (binding the
+  arguments, the shape signature, the cached answer, the rewritten meta-parameters), beside
+  the dict floor, and a whole patched launch as a ratio to the unpatched launch of the same
+  kernel in the same run (on the interpreter here: a launch costs milliseconds of Python, so
+  the ratio says little about a GPU launch, where only the per-launch µs matter).
 
 The rows come from one real tuning job (matmul on the interpreter, 2 trials) whose best-config
 row is copied to ``--rows`` problems. Prints a table and writes JSON (``--out``).
@@ -124,6 +129,48 @@ def autotune_overhead_us(source: str, calls: int, batches: int) -> dict[str, flo
     return {"best_config_us": statistics.median(ours), "dict_us": statistics.median(floor)}
 
 
+def patch_overhead(calls: int, batches: int) -> dict[str, float]:
+    """Per-launch cost of ``tuner.patch`` on a captured-style kernel (the answer cached), and
+    patched vs unpatched whole launches (interpreter)."""
+    import os
+
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    import torch
+
+    from tests.kernels.captured_program import _scale_rows_kernel
+    from tests.kernels.captured_program import scale_rows
+    from tuner.kernels.captured import launch_problem
+    from tuner.serving import patch
+
+    x = torch.randn(16, 100)
+    args = (x, torch.empty_like(x), 100, 100, 2.0)
+    kwargs = {"BLOCK_SIZE": 128, "num_warps": 4}
+    runtime = dict(zip(("X", "Y", "stride", "n_cols", "scale"), args, strict=True))
+    key = (id(_scale_rows_kernel), tuple(sorted(launch_problem(runtime).items())), "fp32")
+    config = {"BLOCK_SIZE": 256, "num_warps": 2, "num_stages": 1}
+    plain = {key: config}
+
+    def per_call(fn: Any, n: int) -> float:
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        return (time.perf_counter() - start) / n * 1e6
+
+    assert patch.patch()
+    patch._answers[key] = config  # the answer as the first call leaves it cached
+    ours = [per_call(lambda: patch.tuned_meta(_scale_rows_kernel, args, kwargs), calls)
+            for _ in range(batches)]
+    floor = [per_call(lambda: dict(plain[key]), calls) for _ in range(batches)]
+    launches = max(3, calls // 1000)
+    patched = [per_call(lambda: scale_rows(x, 2.0), launches) for _ in range(batches)]
+    patch.unpatch()
+    unpatched = [per_call(lambda: scale_rows(x, 2.0), launches) for _ in range(batches)]
+    return {"best_config_us": statistics.median(ours), "dict_us": statistics.median(floor),
+            "patched_launch_us": statistics.median(patched),
+            "unpatched_launch_us": statistics.median(unpatched),
+            "launch_ratio": statistics.median(patched) / statistics.median(unpatched)}
+
+
 def first_call_ms(source: str | None, repeats: int = 5) -> float:
     times = []
     for i in range(repeats):
@@ -187,6 +234,8 @@ def main() -> None:
             report["hot_path"]["tuner.autotune"] = autotune_overhead_us(
                 str(export), args.calls, args.batches)
             report["first_call_ms"]["tuner.autotune"] = None  # no separate first call
+            report["hot_path"]["tuner.patch"] = patch_overhead(args.calls, args.batches)
+            report["first_call_ms"]["tuner.patch"] = None
         finally:
             postgres.close()
     print(f"\nlookup of one config among {args.rows} stored (median of {args.batches} "
@@ -197,6 +246,10 @@ def main() -> None:
         first = report["first_call_ms"][name]
         print(f"{name:>14} {hot['best_config_us']:12.2f} {hot['dict_us']:9.2f} {ratio:6.1f} "
               + (f"{first:14.2f}" if first is not None else f"{'–':>14}"))
+    launch = report["hot_path"]["tuner.patch"]
+    print(f"tuner.patch: a whole patched launch {launch['patched_launch_us']:.0f} µs vs "
+          f"unpatched {launch['unpatched_launch_us']:.0f} µs (ratio "
+          f"{launch['launch_ratio']:.3f}; interpreter launches)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1) + "\n")
     print(f"wrote {args.out}")

@@ -1,5 +1,7 @@
 """Kernel autotuning service. The production surface is ``best_config`` and ``autotune`` (a
-drop-in for ``@triton.autotune`` that launches with tuned configs); ``tune`` runs a job.
+drop-in for ``@triton.autotune`` that launches with tuned configs); ``patch`` makes a
+library's own launches use the configs tuned in place (``tuner tune --captured``); ``tune``
+runs a job.
 
 Importing ``tuner`` is cheap: it imports neither Optuna, Celery, torch nor Triton.
 """
@@ -13,6 +15,7 @@ if TYPE_CHECKING:
     from tuner.api import tune as tune
     from tuner.serving.autotune import autotune as autotune
     from tuner.serving.lookup import best_config as best_config
+    from tuner.serving.patch import patch as patch
 
 
 def __getattr__(name: str) -> Any:
@@ -24,6 +27,10 @@ def __getattr__(name: str) -> Any:
         from tuner.serving.autotune import autotune
 
         return autotune
+    if name == "patch":
+        from tuner.serving.patch import patch
+
+        return patch
     if name == "tune":
         from tuner.api import tune
 
@@ -31,4 +38,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-__all__ = ["autotune", "best_config", "tune"]
+__all__ = ["autotune", "best_config", "patch", "tune"]

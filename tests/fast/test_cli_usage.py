@@ -45,6 +45,15 @@ EMPTY = str(ROOT / "tests" / "kernels" / "empty_space.py") + ":EMPTY"
     (["worker", "--device", "gpu"], "unknown device 'gpu'"),
     (["tune", "--missing", "/no/such.jsonl"], "cannot read /no/such.jsonl"),
     (["best", "matmul", "--shape", "M=-4,N=4,K=4", "--dtype", "fp16"], "M must be positive"),
+    (["tune", "--captured", "/no/such.json"], "cannot read capture file /no/such.json"),
+    (["tune", "--captured", "/etc/hostname"], "cannot read capture file"),
+    (["tune", "--top", "2"], "give --captured FILE"),
+    (["tune", "matmul", "--captured", "c.json"], "--captured names the kernels"),
+    (["tune", "--captured", "c.json", "--missing", "m.jsonl"], "not both"),
+    (["submit", "--min-share", "0.1"], "give --captured FILE"),
+    (["capture"], "give the program to run after --"),
+    (["capture", "--", "/no/such/program"], "cannot run /no/such/program"),
+    (["capture", "--", "true"], "launched no Triton kernel"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(cli_env, args, message):
     result = CliRunner().invoke(app, args, env=cli_env)

@@ -168,9 +168,26 @@ def test_interpreter_limits_are_named_in_one_line():
     assert explain(ValueError("not the interpreter")) is None
 
 
+def test_calling_a_dtype_is_named_in_one_line():
+    from triton.runtime.errors import InterpreterError
+
+    from tuner.measure.interpreter_limits import explain
+
+    try:
+        try:
+            raise TypeError("'dtype' object is not callable")
+        except TypeError as cause:
+            raise InterpreterError(repr(cause)) from cause
+    except InterpreterError as exc:
+        text = explain(exc)
+    assert text is not None and "cannot call a dtype as a cast" in text
+    assert "x.to(tl.float32)" in text and "test_hardening.py:" in text and "\n" not in text
+
+
 def test_a_libdevice_function_imported_by_name_is_named(tmp_path, monkeypatch):
-    """``from …libdevice import tanh`` then ``tanh(x) * y``: under the interpreter tanh gives
-    None and the *next* line fails; the message names tanh and the failing line."""
+    """``from …libdevice import j0`` then ``j0(x) * y``: under the interpreter j0 (which
+    ``tuner.kernels.interpreter_math`` gives no body) returns None and the *next* line fails;
+    the message names j0 and the failing line."""
     import importlib.util
     import sys
 
@@ -179,10 +196,10 @@ def test_a_libdevice_function_imported_by_name_is_named(tmp_path, monkeypatch):
     module = tmp_path / "uses_libdevice.py"
     module.write_text(
         "import triton\nimport triton.language as tl\n"
-        "from triton.language.extra.libdevice import tanh\n\n\n"
+        "from triton.language.extra.libdevice import j0\n\n\n"
         "@triton.jit\ndef k(X, Y, N: tl.constexpr):\n"
         "    x = tl.load(X + tl.arange(0, N))\n"
-        "    t = tanh(x)\n"
+        "    t = j0(x)\n"
         "    tl.store(Y + tl.arange(0, N), t * x)\n")
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     spec = importlib.util.spec_from_file_location("uses_libdevice", module)
@@ -199,8 +216,8 @@ def test_a_libdevice_function_imported_by_name_is_named(tmp_path, monkeypatch):
         except Exception as exc:
             text = explain(exc)
         else:
-            raise AssertionError("the interpreter ran libdevice.tanh: this check is moot")
+            raise AssertionError("the interpreter ran libdevice.j0: this check is moot")
     finally:
         del sys.modules["uses_libdevice"]
-    assert text is not None and "has no tanh" in text, text
+    assert text is not None and "has no j0" in text, text
     assert "uses_libdevice.py:10" in text and "\n" not in text

@@ -6,6 +6,7 @@ import typer
 from typer.core import TyperOption
 
 from tuner.cli import advisor
+from tuner.cli import capture
 from tuner.cli import database
 from tuner.cli import fleet
 from tuner.cli import production
@@ -26,7 +27,7 @@ app = typer.Typer(
     name="tuner", no_args_is_help=True, add_completion=False,
     help="Tune Triton kernels against their roofline; store every trial; serve the best config.",
 )
-for group in (tuning, fleet, read_only, production, advisor, database):
+for group in (tuning, capture, fleet, read_only, production, advisor, database):
     group.register(app)
 
 

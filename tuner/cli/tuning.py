@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 from typing import Annotated
+from typing import Any
 
 import typer
 
@@ -51,6 +52,43 @@ MissingOpt = Annotated[Path | None, typer.Option(
     "--missing", help="Tune the shapes production recorded as missing (tuner.autotune(..., "
     "record_missing=True)): one job per kernel and dtype, instead of KERNEL and --shape.",
     show_default=False)]
+CapturedOpt = Annotated[Path | None, typer.Option(
+    "--captured", help="Tune the kernels a program launched (a file of tuner capture), in "
+    "place: one job per kernel and dtype over its captured problems, instead of KERNEL and "
+    "--shape.", show_default=False)]
+TopOpt = Annotated[int | None, typer.Option(
+    "--top", min=1, help="With --captured: the K (kernel, problem) pairs that took most time.",
+    show_default=False)]
+MinShareOpt = Annotated[float | None, typer.Option(
+    "--min-share", min=0.0, max=1.0, help="With --captured: every (kernel, problem) with at "
+    "least this share of the kernel time [default: 0.01].", show_default=False)]
+
+
+def job_groups(kernel: str | None, kernel_option: str | None, shape: list[str] | None,
+               dtype: str | None, missing: Path | None, captured: Path | None,
+               top: int | None, min_share: float | None) -> list[Any]:
+    """The jobs a command line names: KERNEL with --shape, or those --missing or --captured
+    list (``UsageError`` when they are mixed)."""
+    from tuner.app.missing import MissingGroup
+    from tuner.app.missing import missing_groups
+
+    if missing is not None and captured is not None:
+        raise UsageError("give --missing or --captured, not both")
+    if (top is not None or min_share is not None) and captured is None:
+        raise UsageError("--top and --min-share select from a capture: give --captured FILE")
+    if top is not None and min_share is not None:
+        raise UsageError("give --top or --min-share, not both")
+    source = "--missing" if missing is not None else "--captured" if captured else None
+    if source is not None and (kernel or kernel_option or shape or dtype):
+        raise UsageError(f"{source} names the kernels, shapes and dtypes itself; drop "
+                         "KERNEL, --shape and --dtype")
+    if missing is not None:
+        return list(missing_groups(missing))
+    if captured is not None:
+        from tuner.app.capture import tune_groups
+
+        return tune_groups(captured, top, min_share)
+    return [MissingGroup(pick_kernel(kernel, kernel_option), dtype or "", shape or [])]
 
 
 @friendly
@@ -65,24 +103,16 @@ def tune(
     confirm_top: ConfirmTopOpt = 3, transfer: TransferOpt = DEFAULT_TRANSFER,
     compile_procs: CompileProcsOpt = None,
     bench_memory: BenchMemoryOpt = None, missing: MissingOpt = None, db: DbOption = None,
-    devices: DevicesOpt = None,
+    devices: DevicesOpt = None, captured: CapturedOpt = None, top: TopOpt = None,
+    min_share: MinShareOpt = None,
 ) -> None:
     """Tune KERNEL on this machine (blocking, no Redis): --parallel local bench processes.
     Exit status 1 when a problem has no successful trial."""
-    from tuner.app.missing import MissingGroup
-    from tuner.app.missing import missing_groups
-
     settings = bench_settings(db, bench_memory)
     if devices is not None:
         settings = dataclasses.replace(settings, gpus=parse_devices(devices))
         parallel = len(settings.gpus) if parallel == 1 else parallel
-    if missing is not None:
-        if kernel or kernel_option or shape or dtype:
-            raise UsageError("--missing names the kernels, shapes and dtypes itself; drop "
-                             "KERNEL, --shape and --dtype")
-        groups = missing_groups(missing)
-    else:
-        groups = [MissingGroup(pick_kernel(kernel, kernel_option), dtype or "", shape or [])]
+    groups = job_groups(kernel, kernel_option, shape, dtype, missing, captured, top, min_share)
     failed = False
     for group in groups:
         options = JobOptions(group.ref, group.shapes, group.dtype or None, backend,
@@ -122,24 +152,29 @@ def submit(
     transfer: TransferOpt = DEFAULT_TRANSFER, lookahead: LookaheadOpt = None,
     idempotency_key: Annotated[str | None, typer.Option(
         help="Submitting again with the same key returns the same job.")] = None,
-    db: DbOption = None,
+    db: DbOption = None, captured: CapturedOpt = None, top: TopOpt = None,
+    min_share: MinShareOpt = None,
 ) -> None:
-    """Submit a job to the fleet and print its id at once (schedulers and workers run it)."""
+    """Submit a job to the fleet and print its id at once (schedulers and workers run it);
+    with --captured, one job per captured kernel and dtype."""
     from tuner.app.fleet import live_workers
     from tuner.app.fleet import submit_job
 
     settings = settings_for(db)
-    ref = pick_kernel(kernel, kernel_option)
-    options = JobOptions(ref, shape or [], dtype, backend, device_kind, trials, time_limit,
-                         target, patience, sampler, seed, parallel, compile_timeout,
-                         run_timeout, warmup_ms, rep_ms, max_attempts, idempotency_key,
-                         static_check, confirm_top, transfer, lookahead)
-    spec, spec_kernel = build_spec(options, settings, submit=True)
-    created = submit_job(spec, spec_kernel, settings)
-    note = " (already submitted with this idempotency key)" if created.existing else ""
-    console.print(f"job {created.job_id}{note}: {len(created.study_names)} problem(s) "
-                  f"for the {spec.device_kind} queue; follow it with: tuner watch "
-                  f"{created.job_id}", highlight=False)
+    groups = job_groups(kernel, kernel_option, shape, dtype, None, captured, top, min_share)
+    for group in groups:
+        key = idempotency_key and (idempotency_key if len(groups) == 1
+                                   else f"{idempotency_key}:{group.ref}:{group.dtype}")
+        options = JobOptions(group.ref, group.shapes, group.dtype or None, backend,
+                             device_kind, trials, time_limit, target, patience, sampler, seed,
+                             parallel, compile_timeout, run_timeout, warmup_ms, rep_ms,
+                             max_attempts, key, static_check, confirm_top, transfer, lookahead)
+        spec, spec_kernel = build_spec(options, settings, submit=True)
+        created = submit_job(spec, spec_kernel, settings)
+        note = " (already submitted with this idempotency key)" if created.existing else ""
+        console.print(f"job {created.job_id}{note}: {len(created.study_names)} problem(s) "
+                      f"for the {spec.device_kind} queue; follow it with: tuner watch "
+                      f"{created.job_id}", highlight=False)
     if live_workers(settings, spec.device_kind) == 0:
         err.print(f"[yellow]warning:[/] no live worker serves {spec.device_kind} yet: the job "
                   "waits until one starts (tuner worker --device cuda:N on a host with that "

@@ -90,7 +90,9 @@ def builtin_space_hash(name: str) -> str | None:
 
 
 def is_file_ref(ref: str) -> bool:
-    return ":" in ref and ref.split(":", 1)[0].endswith(".py")
+    """``path.py:NAME`` (a module) or ``capture.json:NAME`` (a kernel ``tuner capture``
+    recorded)."""
+    return ":" in ref and ref.rsplit(":", 1)[0].endswith((".py", ".json"))
 
 
 def builtin_module(ref: str) -> str | None:

@@ -97,6 +97,10 @@ def _check_root(ref: str, roots: Sequence[Path]) -> Path:
 def _load_file_kernel(ref: str, roots: Sequence[Path]) -> object:
     attr = ref.rsplit(":", 1)[1]
     path = _check_root(ref, roots)
+    if path.suffix == ".json":
+        from tuner.kernels.captured_launch import captured_kernel
+
+        return captured_kernel(path, attr, roots)
     module_name = "tuner_user_kernel_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
     module = sys.modules.get(module_name)
     if module is None:

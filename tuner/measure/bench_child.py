@@ -138,6 +138,10 @@ class DeviceServer(Server):
 
         self.device = make_device(backend, cache_dir)
         self.roots = roots
+        if os.environ.get("TRITON_INTERPRET") == "1":  # libdevice math the interpreter lacks
+            from tuner.kernels.interpreter_math import install
+
+            install()
         self.ready = {"device": self.device.describe(), "ceilings": self.device.ceilings(),
                       "calibration": LAST_CALIBRATION}
 

@@ -1,11 +1,13 @@
 """Say in one line when a kernel fails because of the Triton interpreter, not the kernel.
 
 ``TRITON_INTERPRET=1`` runs kernels on the CPU with numpy and does not implement everything a
-compiled kernel can use: some ``libdevice`` functions are missing (the call returns ``None`` and
-the next operation fails with "cannot convert None … to tensor"), and some Triton versions
-cannot call ``.to`` on a Python float. Such a failure says nothing about the config, so the
-bench reports it as one line naming the cause and the place in the user's kernel, with what
-still works: tuning on a GPU, or ``--static-check`` (a real compile for the target).
+compiled kernel can use: ``libdevice`` functions are stubs (the call returns ``None`` and the
+next operation fails with "cannot convert None … to tensor"; ``tuner.kernels.interpreter_math``
+gives the common ones numpy bodies, the rest stay missing), a dtype cannot be called as a cast
+(``tl.float32(x)``), and some Triton versions cannot call ``.to`` on a Python float. Such a
+failure says nothing about the config, so the bench reports it as one line naming the cause
+and the place in the user's kernel, with what still works: tuning on a GPU, or
+``--static-check`` (a real compile for the target).
 """
 
 from __future__ import annotations
@@ -80,6 +82,9 @@ def explain(exc: BaseException) -> str | None:
     if extern and "None" in text:  # e.g. `from ...libdevice import tanh`: tanh(x) gave None
         return (f"the Triton interpreter has no {', '.join(extern)} (a libdevice function the "
                 f"kernel imports: under the interpreter it returns None){at}; {ADVICE}")
+    if "'dtype' object is not callable" in text:  # tl.float32(x) is a cast in compiled code
+        return (f"the Triton interpreter cannot call a dtype as a cast (tl.float32(x)); "
+                f"x.to(tl.float32) works in both{at}; {ADVICE}")
     if "has no attribute 'to'" in text and ("float" in text or "int" in text):
         return (f"the Triton interpreter cannot call .to on a Python number{at}; {ADVICE}")
     return None  # a failure of the kernel itself keeps its own message
