@@ -52,6 +52,8 @@ EMPTY = str(ROOT / "tests" / "kernels" / "empty_space.py") + ":EMPTY"
     (["tune", "--captured", "c.json", "--missing", "m.jsonl"], "not both"),
     (["submit", "--min-share", "0.1"], "give --captured FILE"),
     (["capture"], "give the program to run after --"),
+    (["export", "--format", "vllm"], "unknown --format 'vllm'"),
+    (["export", "--format", "vllm-moe", "--kernel", "matmul"], "drop --kernel"),
     (["capture", "--", "/no/such/program"], "cannot run /no/such/program"),
     (["capture", "--", "true"], "launched no Triton kernel"),
 ])

@@ -83,6 +83,21 @@ GROUPING_CONFIGS = {
 }
 
 
+MOE = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 16,
+       "num_warps": 4, "num_stages": 2}
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("problem", [
+    {"M": 1, "E": 4, "N": 32, "K": 64, "topk": 1},
+    {"M": 5, "E": 3, "N": 40, "K": 70, "topk": 2},  # N and K off every block, experts shared
+    {"M": 33, "E": 8, "N": 64, "K": 64, "topk": 8},  # every token to every expert
+])
+def test_fused_moe_matches_reference(dtype, problem):
+    _check("fused_moe", problem, dtype, MOE)
+    _check("fused_moe", problem, dtype, {**MOE, "BLOCK_SIZE_M": 64, "GROUP_SIZE_M": 1})
+
+
 @pytest.mark.parametrize("grouping", list(GROUPING_CONFIGS))
 @pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
 @pytest.mark.parametrize("problem", MATMUL_SHAPES)

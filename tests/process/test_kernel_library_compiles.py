@@ -36,6 +36,9 @@ CASES: list[tuple[str, dict[str, int], str, dict[str, Any]]] = [
     ("linear+bias+gelu+residual+layernorm", {"M": 4096, "N": 1024, "K": 4096}, "bf16",
      {"grouping": "unfused", **MM, "EW_BLOCK": 1024, "EW_WARPS": 4, "LN_BLOCK_N": 1024,
       "LN_WARPS": 4}),
+    ("fused_moe", {"M": 64, "E": 8, "N": 1024, "K": 2048, "topk": 2}, "bf16",
+     {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 16,
+      "num_warps": 4, "num_stages": 3}),
     ("examples/autotuned_softmax.py:SOFTMAX_AUTOTUNED", {"M": 64, "N": 1000}, "fp16",
      {"BLOCK_N": 1024, "num_warps": 4, "num_stages": 1}),
 ]

@@ -201,13 +201,36 @@ def export(
     device_kind: DeviceKindFilter = None,
     python: Annotated[Path | None, typer.Option(
         "--python", help="Also write them as a self-contained Python module.")] = None,
+    format_: Annotated[str, typer.Option(
+        "--format", help="json: one export file (tuner best, tuner.autotune read it); "
+        "vllm-moe: the fused_moe configs as vLLM/SGLang config files "
+        "(E=…,N=…,device_name=….json), into the folder --out names.")] = "json",
     db: DbOption = None,
 ) -> None:
     """Write the best configs to a self-contained JSON file (and a Python module) for
-    production lookup."""
+    production lookup, or as vLLM/SGLang fused-MoE config files."""
     from tuner.views.jobs import export_best
 
     settings = settings_for(db)
+    if format_ not in ("json", "vllm-moe"):
+        raise UsageError(f"unknown --format {format_!r} (json or vllm-moe)")
+    if format_ == "vllm-moe":
+        from tuner.views.jobs import export_vllm_moe
+
+        if kernel is not None or python is not None:
+            raise UsageError("--format vllm-moe writes the fused_moe configs only: drop "
+                             "--kernel and --python")
+        folder = out if out != Path("best_configs.json") else Path("moe_configs")
+        try:
+            files = export_vllm_moe(settings, folder, device_kind)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        if not files:
+            raise UsageError("no fused_moe best config is stored (tuner tune fused_moe "
+                             "--shape M=…,E=…,N=…,K=…,topk=…)")
+        for path in files:
+            console.print(f"wrote {path}", highlight=False)
+        return
     if kernel is not None:
         kernel = _problem_of_name(kernel, settings)
     n = export_best(settings, out, kernel, device_kind, python)

@@ -18,6 +18,7 @@ BUILTIN: dict[str, str] = {
     "attention": "tuner.kernels.attention:ATTENTION",
     "attention_causal": "tuner.kernels.attention:ATTENTION_CAUSAL",
     "linear+bias+gelu+residual+layernorm": "tuner.kernels.chain:CHAIN",
+    "fused_moe": "tuner.kernels.moe:FUSED_MOE",
 }
 #: Families named by pattern (each name is a kernel of its own), as shown to users.
 FAMILIES: dict[str, str] = {
@@ -34,6 +35,7 @@ SIGNATURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "attention": (("Z", "H", "S", "D"), ("fp16", "bf16")),
     "attention_causal": (("Z", "H", "S", "D"), ("fp16", "bf16")),
     "linear+bias+gelu+residual+layernorm": (("M", "N", "K"), ("fp32", "fp16", "bf16")),
+    "fused_moe": (("M", "E", "N", "K", "topk"), ("fp16", "bf16", "fp32")),
 }
 #: Activation name → the epilogue kernel's ``ACT`` code.
 ACTIVATIONS: dict[str, int] = {"relu": 1, "gelu": 2, "silu": 3}
@@ -80,6 +82,10 @@ def builtin_space_hash(name: str) -> str | None:
         from search_spaces.rowwise import rowwise_space
 
         return rowwise_space(base).space_hash()
+    if base == "fused_moe":
+        from search_spaces.moe import moe_space
+
+        return moe_space().space_hash()
     if base.startswith("attention"):
         from search_spaces.attention import attention_space
 

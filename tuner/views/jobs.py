@@ -199,6 +199,18 @@ def _space_defaults(kernels: set[str], settings: Settings) -> dict[str, Any]:
     return defaults
 
 
+def export_vllm_moe(settings: Settings, folder: Path, device_kind: str | None) -> list[Path]:
+    """Write the stored ``fused_moe`` best configs as vLLM/SGLang config files into
+    ``folder`` (``tuner.serving.vllm_moe``); the files written."""
+    from tuner.serving.vllm_moe import KERNEL
+    from tuner.serving.vllm_moe import write_config_files
+
+    with reading(settings) as session:
+        rows = repo.best_configs(session, kernel=KERNEL, device_kind=device_kind)
+        document = export_rows(rows, safe_url(settings.db_url))
+    return write_config_files(document, folder)
+
+
 def export_best(settings: Settings, out: Path, kernel: str | None,
                 device_kind: str | None, python: Path | None = None) -> int:
     """Write the stored best configs (optionally of one kernel or device kind) to ``out`` as
