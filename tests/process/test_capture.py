@@ -32,7 +32,7 @@ def captured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = folder / "capture.json"
     cap = run_cli(["capture", "-o", str(out), "--", sys.executable, str(PROGRAM)], env)
     db = f"sqlite:///{folder / 'tuned.db'}"
-    tuned = run_cli(["tune", "--captured", str(out), "--min-share", "0", "--trials", "4",
+    tuned = run_cli(["tune", "--captured", str(out), "--min-share", "0", "--trials", "2",
                      "--backend", "interpret", "--db", db], env)
     return {"env": env, "out": out, "capture": cap, "tune": tuned, "db": db,
             "db_path": folder / "tuned.db"}

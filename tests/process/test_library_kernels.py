@@ -41,7 +41,7 @@ def test_liger_kernels_are_captured_tuned_and_served_in_place(tmp_path):
     assert rms["launches"][0]["meta"]["BLOCK_SIZE"] == 64  # Liger's own choice for 64 cols
 
     db = f"sqlite:///{tmp_path / 'tuned.db'}"
-    tuned = run_cli(["tune", "--captured", str(out), "--top", "2", "--trials", "3",
+    tuned = run_cli(["tune", "--captured", str(out), "--top", "2", "--trials", "2",
                      "--backend", "interpret", "--db", db], env)
     assert tuned.returncode == 0, tuned.stdout[-3000:] + tuned.stderr[-3000:]
     assert tuned.stdout.count("best config:") == 2

@@ -21,6 +21,7 @@ is never served.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import json
@@ -83,20 +84,30 @@ def _is_constexpr(parameter: inspect.Parameter) -> bool:
     return ann is tl.constexpr or (isinstance(ann, str) and "constexpr" in ann)
 
 
+@functools.lru_cache(maxsize=4096)
+def kernel_parameters(fn: Any) -> tuple[tuple[str, ...], frozenset[str], dict[str, Any]]:
+    """(parameter names in order, constexpr names, defaults) of the Python function beneath a
+    Triton kernel, computed once per function (``inspect.signature`` costs microseconds)."""
+    params = list(inspect.signature(fn).parameters.values())
+    return (tuple(p.name for p in params),
+            frozenset(p.name for p in params if _is_constexpr(p)),
+            {p.name: p.default for p in params if p.default is not inspect.Parameter.empty})
+
+
 def bind_launch(fn: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> BoundLaunch:
     """Bind a launch's arguments to the parameters of the Python function ``fn`` beneath
     the Triton kernel."""
-    params = list(inspect.signature(fn).parameters.values())
-    names = {p.name for p in params}
-    named = dict(zip((p.name for p in params), args, strict=False))
-    named.update({k: v for k, v in kwargs.items() if k in names})
-    for p in params:
-        if p.name not in named and p.default is not inspect.Parameter.empty:
-            named[p.name] = p.default
-    constexprs = frozenset(p.name for p in params if _is_constexpr(p))
-    runtime = {p.name: named[p.name] for p in params
-               if p.name not in constexprs and p.name in named}
-    options = {k: v for k, v in kwargs.items() if k not in names}
+    names, constexprs, defaults = kernel_parameters(fn)
+    named = dict(zip(names, args, strict=False))
+    options = {}
+    for key, value in kwargs.items():
+        if key in defaults or key in names:
+            named[key] = value
+        else:
+            options[key] = value
+    for key, value in defaults.items():
+        named.setdefault(key, value)
+    runtime = {n: named[n] for n in names if n not in constexprs and n in named}
     return BoundLaunch(named, constexprs, runtime, options)
 
 

@@ -22,6 +22,10 @@ from collections.abc import Callable
 from collections.abc import Iterable
 from typing import Any
 
+from tuner.kernels.captured import DTYPE_NAMES
+from tuner.kernels.captured import bind_launch
+from tuner.kernels.captured import launch_problem
+
 log = logging.getLogger("tuner.patch")
 
 LAUNCH_OPTIONS = ("num_warps", "num_stages")
@@ -34,8 +38,6 @@ _identities: dict[int, str | None] = {}
 
 
 def _dtype(runtime: dict[str, Any]) -> str:
-    from tuner.kernels.captured import DTYPE_NAMES
-
     for value in runtime.values():
         dtype = getattr(value, "dtype", None)
         name = DTYPE_NAMES.get(str(dtype).removeprefix("torch."))
@@ -66,10 +68,6 @@ def _identity(kernel: Any) -> str | None:
 def tuned_meta(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
                ) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
     """The launch's arguments with the tuned config in place, or None (launch as given)."""
-    from tuner.kernels.captured import bind_launch
-    from tuner.kernels.captured import launch_problem
-    from tuner.serving.lookup import best_config
-
     fn = kernel.fn
     if not _covered(fn):
         return None
@@ -78,6 +76,8 @@ def tuned_meta(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     dtype = _dtype(bound.runtime)
     key = (id(kernel), tuple(sorted(problem.items())), dtype)
     if key not in _answers:
+        from tuner.serving.lookup import best_config
+
         identity = _identity(kernel)
         answer = None if identity is None else best_config(
             fn.__name__, problem, dtype, source=_source[0], identity=identity)
