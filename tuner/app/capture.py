@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -65,7 +66,8 @@ def run_capture(command: list[str], out: Path) -> tuple[int, float]:
         parts = [json.loads(p.read_text()) for p in sorted(Path(folder).glob("part-*.json"))]
     if not parts:
         raise UsageError(f"{' '.join(command)} launched no Triton kernel (exit status {status})"
-                         "; nothing captured")
+                         "; nothing captured (the recorder runs in a Python that has the tuner "
+                         f"installed, e.g. {sys.executable})")
     out.write_text(json.dumps(merge(parts, command, wall), indent=1))
     return status, wall
 
