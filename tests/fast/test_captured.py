@@ -54,6 +54,15 @@ def test_the_space_varies_blocks_warps_and_stages_and_seeds_the_library_choice()
     assert space.seeds == ((("BLOCK_SIZE", 256), ("num_warps", 8), ("num_stages", 3)),)
 
 
+def test_the_space_covers_every_launch_and_seeds_each_library_choice():
+    kernel = _kernel({"BLOCK_SIZE": 128})
+    kernel["launches"].append({"meta": {"BLOCK_SIZE": 2048}, "num_warps": 16,
+                               "num_stages": 2, "args": []})
+    space = derive_space(kernel)
+    assert space.params[0].values() == (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
+    assert [dict(s)["BLOCK_SIZE"] for s in space.seeds] == [128, 2048]
+
+
 def test_binding_fills_defaults_and_splits_constexprs_and_options():
     import triton.language as tl
 

@@ -129,18 +129,25 @@ def block_choices(value: int) -> tuple[int, ...]:
 
 
 def derive_space(kernel: Mapping[str, Any]) -> SearchSpace:
-    """The space of a captured kernel: each block-like constexpr around the library's value,
-    ``num_warps`` and ``num_stages``; the library's own choice of the first launch as a seed."""
-    first = kernel["launches"][0]
-    meta = first["meta"]
-    params: list[Choice] = [Choice(name, block_choices(value)) for name, value in meta.items()
-                            if is_block_like(name, value)]
+    """The space of a captured kernel: each block-like constexpr around the library's values
+    (the union over its launches), ``num_warps`` and ``num_stages``; the library's own choice
+    for each launch as a seed, so it is measured first."""
+    launches = kernel["launches"]
+    names = [k for k, v in launches[0]["meta"].items() if is_block_like(k, v)]
+    params: list[Choice] = [
+        Choice(name, tuple(sorted({c for launch in launches if is_block_like(
+            name, launch["meta"].get(name)) for c in block_choices(launch["meta"][name])})))
+        for name in names]
     params.append(Choice("num_warps", NUM_WARPS))
     params.append(Choice("num_stages", NUM_STAGES))
-    own = own_config(first)
-    seed = tuple((p.name, own[p.name]) for p in params if own.get(p.name) in p.values())
-    seeds = (seed,) if len(seed) == len(params) else ()
-    return SearchSpace(name=f"captured:{kernel['name']}", params=tuple(params), seeds=seeds)
+    seeds = []
+    for launch in launches:
+        own = own_config(launch)
+        seed = tuple((p.name, own[p.name]) for p in params if own.get(p.name) in p.values())
+        if len(seed) == len(params) and seed not in seeds:
+            seeds.append(seed)
+    return SearchSpace(name=f"captured:{kernel['name']}", params=tuple(params),
+                       seeds=tuple(seeds))
 
 
 def own_config(launch: Mapping[str, Any]) -> dict[str, Any]:
