@@ -10,7 +10,8 @@
 # engine_start   uses the engine DOCKER_HOST (or the default socket) answers on; else starts
 #                dockerd with its own data, exec and socket folders, no bridge and no
 #                iptables rules: containers can only use the host's network or none.
-# engine_stop    stops the dockerd engine_start started (and its containerd), nothing else.
+# engine_stop    stops the dockerd engine_start started (and its containerd), nothing else,
+#                and unmounts what it left mounted under its own folders.
 
 ENGINE_DATA=${TUNER_COMPOSE_ENGINE_DATA:-/var/lib/tuner-compose/docker}
 ENGINE_RUN=${TUNER_COMPOSE_RUN:-/run/tuner-compose}
@@ -110,10 +111,22 @@ engine_stop() {
     [ -n "$ENGINE_PID" ] || return 0
     kill -TERM "$ENGINE_PID" 2>/dev/null || return 0
     for _ in $(seq 1 60); do
-        kill -0 "$ENGINE_PID" 2>/dev/null || { ENGINE_PID=""; return 0; }
+        kill -0 "$ENGINE_PID" 2>/dev/null || { ENGINE_PID=""; engine_unmount; return 0; }
         sleep 0.5
     done
     echo "warning: dockerd (pid $ENGINE_PID) still running after 30 s; killing it" >&2
     kill -KILL "$ENGINE_PID" 2>/dev/null || true
+    wait "$ENGINE_PID" 2>/dev/null || true
     ENGINE_PID=""
+    engine_unmount
+}
+
+engine_unmount() {
+    # What dockerd leaves mounted when it exits (its default network namespace under the
+    # exec root, its data root as a private mount): unmounted, deepest first.
+    local target
+    findmnt -rn -o TARGET | grep -E "^($ENGINE_RUN/exec|$ENGINE_DATA)(/|$)" | sort -r \
+        | while read -r target; do
+            umount "$target" 2>/dev/null || umount -l "$target" 2>/dev/null || true
+        done
 }
