@@ -17,7 +17,7 @@ TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
 DEMO_SHAPE ?= M=256,N=256,K=256
 
-.PHONY: install demo test test-fast test-process test-fleet lint unit clean
+.PHONY: install demo test test-fast test-process test-fleet lint unit clean compose-check
 
 install: $(STAMP)
 
@@ -60,6 +60,11 @@ test-fleet: $(STAMP)
 	$(BIN)/pytest -q -n auto tests/fleet
 
 unit: test-fast
+
+# The image built and docker-compose.yml started end to end on this machine, on loopback only
+# (README "From one machine to a GPU fleet"): as root; about 5 minutes from nothing, 3 warm.
+compose-check: $(STAMP)
+	bash scripts/compose_check.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

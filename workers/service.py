@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import socket
 import threading
 from dataclasses import dataclass
@@ -76,7 +77,13 @@ def probe(device: str, settings: Settings) -> DeviceInfo:
 
 
 def default_name(device: str) -> str:
-    return f"{device.replace(':', '')}.{os.getpid()}@{socket.gethostname()}"
+    """``device.pid.tag@host``. The random tag keeps names apart where pid and host do not:
+    every container starts its worker as PID 1, and containers on the host's network share
+    its name (two such workers under one name would share a heartbeat row, so neither could
+    go silent). A restarted worker gets a new name: its predecessor goes silent and that
+    one's trials are requeued after three heartbeats, not at the end of their leases."""
+    tag = secrets.token_hex(3)
+    return f"{device.replace(':', '')}.{os.getpid()}.{tag}@{socket.gethostname()}"
 
 
 class Heartbeat:

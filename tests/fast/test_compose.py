@@ -138,3 +138,46 @@ def test_flower_watches_the_broker_and_tasks_send_events():
     assert flower["environment"]["CELERY_BROKER_URL"].startswith("redis://:${REDIS_PASSWORD")
     conf = celery_config(Settings.from_env({}))
     assert conf["worker_send_task_events"] and conf["task_send_sent_event"]
+
+
+class _ComposeLoader(yaml.SafeLoader):  # type: ignore[misc]
+    """Compose's ``!reset`` (drop the value of the file below) read as None."""
+
+
+_ComposeLoader.add_constructor("!reset", lambda loader, node: None)
+LOOPBACK = yaml.load((ROOT / "docker-compose.loopback.yml").read_text(),
+                     Loader=_ComposeLoader)["services"]
+
+
+def test_loopback_override_keeps_every_service_on_loopback():
+    """docker-compose.loopback.yml (what `make compose-check` runs): every service on host
+    networking, nothing published, every URL and listening address 127.0.0.1."""
+    assert set(LOOPBACK) == set(SERVICES)
+    for name, service in LOOPBACK.items():
+        assert service["network_mode"] == "host", name
+        assert not service.get("ports"), name  # `!reset []`: nothing published
+        urls = [v for v in (service.get("environment") or {}).values()
+                if isinstance(v, str) and "://" in v]
+        assert all("@127.0.0.1:" in url for url in urls), (name, urls)
+    for name in ("scheduler", "worker-cpu", "dashboard", "migrate"):
+        assert "TUNER_DB_URL" in LOOPBACK[name]["environment"], name
+    assert "--bind" in LOOPBACK["redis"]["command"]
+    assert LOOPBACK["redis"]["command"][LOOPBACK["redis"]["command"].index("--bind") + 1] \
+        == "127.0.0.1"
+    assert "listen_addresses=127.0.0.1" in LOOPBACK["postgres"]["command"]
+    assert LOOPBACK["dashboard"]["command"][1:3] == ["--host", "127.0.0.1"]
+    assert LOOPBACK["flower"]["environment"]["FLOWER_ADDRESS"] == "127.0.0.1"
+    assert "TUNER_REDIS_HOST_PORT" in (ROOT / ".env.example").read_text()
+
+
+def test_the_image_takes_its_base_and_keeps_pip_settings_out_of_its_layers():
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "ARG BASE_IMAGE=python:3.12-slim" in dockerfile
+    assert "FROM ${BASE_IMAGE}" in dockerfile
+    assert "python3 -m venv /opt/venv" in dockerfile
+    assert "--mount=type=secret,id=pip_conf" in dockerfile
+    assert "--mount=type=secret,id=pip_ca" in dockerfile
+    assert "ARG TORCH_REQUIREMENT=\"\"" in dockerfile  # the default: CUDA torch from PyPI
+    for line in dockerfile.splitlines():  # no pip setting copied in or baked into ENV
+        if line.startswith(("COPY", "ADD", "ENV")):
+            assert "pip.conf" not in line and "PIP_INDEX" not in line and "CERT" not in line

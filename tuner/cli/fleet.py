@@ -84,7 +84,8 @@ def worker(
     device: Annotated[str, typer.Option(
         help="cuda:N (one worker per GPU) or cpu; standin:<gpu kind> is a simulated GPU (real "
              "compiles, device time held by a sleep) for trying the fleet without one.")] = "cpu",
-    name: Annotated[str | None, typer.Option(help="Node name (default device.pid@host).")] = None,
+    name: Annotated[str | None, typer.Option(
+        help="Node name (default device.pid.tag@host, the tag random).")] = None,
     queue: Annotated[str | None, typer.Option(
         help="Queue to consume (default bench.<gpu kind>, or cpu).")] = None,
     compile_procs: Annotated[int | None, typer.Option(
