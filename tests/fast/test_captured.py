@@ -114,3 +114,35 @@ def test_a_file_that_is_no_capture_is_one_line(tmp_path):
     (tmp_path / "x.json").write_text('{"schema": 1}')
     with pytest.raises(KernelError, match="is not a capture file"):
         load_capture(tmp_path / "x.json")
+
+
+def _hostile(tmp_path: Path, **launch: object) -> Path:
+    record = {"name": "k", "qualname": "system", "module": "os", "file": "",
+              "identity": "jit:0", "launches": [{
+                  "problem": {"X_0": 4}, "meta": {"BLOCK": 4}, "num_warps": 4,
+                  "num_stages": 2, "calls": 1, "seconds": 1.0, "bytes": 8, "grid": [1],
+                  "written": ["X"], "args": [{"name": "X", "kind": "tensor", "shape": [4],
+                                              "stride": [1], "dtype": "float32"}],
+                  **launch}]}
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps({"schema": 1, "kernels": [record]}))
+    return path
+
+
+def test_a_capture_naming_a_function_that_is_no_kernel_is_one_line(tmp_path):
+    """A hand-written capture pointing at ``os.system``: refused before anything is called."""
+    from tuner.kernels.captured_launch import captured_kernel
+
+    spec = captured_kernel(_hostile(tmp_path), "k")
+    with pytest.raises(KernelError, match=r"os\.system is not a Triton kernel"):
+        spec.launch(spec.make_inputs({"X_0": 4}, "fp32", 0, "cpu"), {"X_0": 4}, {})
+
+
+def test_a_capture_with_an_absurd_tensor_is_refused_at_the_entry(tmp_path):
+    from tuner.kernels.captured_launch import captured_kernel
+
+    huge = {"name": "X", "kind": "tensor", "shape": [1 << 20, 1 << 20], "stride": [1 << 20, 1],
+            "dtype": "float32"}
+    spec = captured_kernel(_hostile(tmp_path, args=[huge], problem={"X_0": 1 << 20,
+                                                                    "X_1": 1 << 20}), "k")
+    assert any("largest tensor" in e for e in spec.problem_errors(spec.example_problem))

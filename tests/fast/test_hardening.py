@@ -148,38 +148,33 @@ def test_no_task_the_bounds_allow_outlives_the_visibility_timeout():
     assert config["broker_transport_options"]["visibility_timeout"] == VISIBILITY_TIMEOUT_S
 
 
-def test_interpreter_limits_are_named_in_one_line():
+def _explained(cause: Exception) -> str | None:
+    """``explain`` of an ``InterpreterError`` wrapping ``cause``, raised from this file (as a
+    kernel's own line would be)."""
     from triton.runtime.errors import InterpreterError
 
     from tuner.measure.interpreter_limits import explain
 
-    def kernel_line() -> None:
-        raise AttributeError("'float' object has no attribute 'to'")
-
     try:
         try:
-            kernel_line()
-        except AttributeError as cause:
-            raise InterpreterError(repr(cause)) from cause
+            raise cause
+        except Exception as inner:
+            raise InterpreterError(repr(inner)) from inner
     except InterpreterError as exc:
-        text = explain(exc)
+        return explain(exc)
+
+
+def test_interpreter_limits_are_named_in_one_line():
+    from tuner.measure.interpreter_limits import explain
+
+    text = _explained(AttributeError("'float' object has no attribute 'to'"))
     assert text is not None and "cannot call .to on a Python number" in text
     assert "test_hardening.py:" in text and "--static-check" in text and "\n" not in text
     assert explain(ValueError("not the interpreter")) is None
 
 
 def test_calling_a_dtype_is_named_in_one_line():
-    from triton.runtime.errors import InterpreterError
-
-    from tuner.measure.interpreter_limits import explain
-
-    try:
-        try:
-            raise TypeError("'dtype' object is not callable")
-        except TypeError as cause:
-            raise InterpreterError(repr(cause)) from cause
-    except InterpreterError as exc:
-        text = explain(exc)
+    text = _explained(TypeError("'dtype' object is not callable"))
     assert text is not None and "cannot call a dtype as a cast" in text
     assert "x.to(tl.float32)" in text and "test_hardening.py:" in text and "\n" not in text
 

@@ -34,14 +34,14 @@ from typing import Any
 
 from search_spaces import Choice
 from search_spaces import SearchSpace
+from tuner.kernels.convention import TORCH_DTYPES
 from tuner.kernels.spec import KernelError
 
 SCHEMA = 1
 #: Integer tensors with at most this many elements are kept by value (index, routing, offsets).
 KEEP_ELEMENTS = 1 << 16
 #: Torch dtype names (``str(tensor.dtype)`` without ``torch.``) → the service's dtype names.
-DTYPE_NAMES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16",
-               "float8_e4m3fn": "fp8e4m3"}
+DTYPE_NAMES = {torch_name: name for name, torch_name in TORCH_DTYPES.items()}
 #: Meta-parameters tuned around the library's value: sizes of blocks and tiles.
 BLOCK_LIKE = re.compile(r"(BLOCK|TILE|CHUNK|SPLIT|GROUP)|_SIZE", re.IGNORECASE)
 NUM_WARPS = (1, 2, 4, 8, 16, 32)
@@ -211,7 +211,12 @@ def import_kernel(kernel: Mapping[str, Any], roots: Sequence[Path] = ()) -> Any:
     except Exception as exc:  # a library that fails to import: one line
         raise KernelError(f"cannot import captured kernel {kernel['name']} from "
                           f"{module_name or file}: {type(exc).__name__}: {exc}") from None
-    if jit_identity(found) != kernel["identity"]:
+    try:
+        identity = jit_identity(found)
+    except ValueError:
+        raise KernelError(f"captured kernel {kernel['name']}: {module_name or file}."
+                          f"{kernel['qualname']} is not a Triton kernel") from None
+    if identity != kernel["identity"]:
         raise KernelError(f"the source of {kernel['name']} changed since it was captured "
                           f"(capture it again)")
     return launchable(found)

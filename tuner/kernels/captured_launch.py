@@ -5,6 +5,7 @@ captured grid (the format: ``tuner.kernels.captured``)."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 import torch
 
+from tuner.core.launch import LAUNCH_OPTIONS
 from tuner.kernels.captured import derive_space
 from tuner.kernels.captured import dtype_of
 from tuner.kernels.captured import find_kernel
@@ -23,8 +25,6 @@ from tuner.kernels.convention import DEFAULT_TOLERANCE
 from tuner.kernels.spec import ConfigRejected
 from tuner.kernels.spec import KernelError
 from tuner.kernels.spec import KernelSpec
-
-LAUNCH_OPTIONS = ("num_warps", "num_stages")
 
 
 def _tensor(arg: Mapping[str, Any], gen: torch.Generator, device: str) -> torch.Tensor:
@@ -114,6 +114,14 @@ class CapturedLaunches:
                 break
         return [tensors[name] for name in names]
 
+    def largest_tensor(self, problem: Mapping[str, Any]) -> int:
+        """Elements of the largest tensor the problem's launch rebuilds (0 for an unknown
+        problem: ``problem_check`` names it)."""
+        launch = self.by_problem.get(json.dumps(dict(problem), sort_keys=True))
+        sizes = [math.prod(a["shape"]) for a in (launch or {}).get("args", [])
+                 if a["kind"] == "tensor"]
+        return max(sizes, default=0)
+
     def min_bytes(self, problem: Mapping[str, Any], dtype: str) -> float:
         return float(self.of(problem).get("bytes", 0))
 
@@ -144,6 +152,7 @@ def captured_kernel(path: str | Path, name: str, roots: Sequence[Path] = ()) -> 
         min_bytes=launches.min_bytes,
         tolerance=DEFAULT_TOLERANCE,
         example_problem=dict(first["problem"]),
+        tensor_elements=launches.largest_tensor,
         problem_check=launches.problem_check,
         known_source_hash=kernel["identity"].split(":", 1)[1],
         identity=kernel["identity"],

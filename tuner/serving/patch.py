@@ -22,13 +22,13 @@ from collections.abc import Callable
 from collections.abc import Iterable
 from typing import Any
 
+from tuner.core.launch import LAUNCH_OPTIONS
 from tuner.kernels.captured import DTYPE_NAMES
 from tuner.kernels.captured import bind_launch
 from tuner.kernels.captured import launch_problem
 
 log = logging.getLogger("tuner.patch")
 
-LAUNCH_OPTIONS = ("num_warps", "num_stages")
 _lock = threading.Lock()
 _originals: dict[type, Callable[..., Any]] = {}
 _filters: dict[str, tuple[str, ...] | None] = {"modules": None, "kernels": None}
