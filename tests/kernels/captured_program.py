@@ -44,18 +44,20 @@ def add(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 @triton.jit
-def _gather_rows_kernel(X, IDX, Y, n_cols, BLOCK_SIZE: tl.constexpr):
+def _gather_rows_kernel(X, IDX, Y, OUT_DTYPE: tl.constexpr, n_cols, BLOCK_SIZE: tl.constexpr):
     row = tl.program_id(0)
     src = tl.load(IDX + row)
     offs = tl.arange(0, BLOCK_SIZE)
     mask = offs < n_cols
-    tl.store(Y + row * n_cols + offs, tl.load(X + src * n_cols + offs, mask=mask), mask=mask)
+    value = tl.load(X + src * n_cols + offs, mask=mask).to(OUT_DTYPE)
+    tl.store(Y + row * n_cols + offs, value, mask=mask)
 
 
 def gather_rows(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     """Rows of ``x`` in the order ``idx`` names (an index tensor decides what is correct)."""
     y = x.new_empty(idx.numel(), x.shape[1])
-    _gather_rows_kernel[(idx.numel(),)](x, idx, y, x.shape[1],
+    # a constexpr (a Triton dtype, as Liger passes one) between runtime arguments
+    _gather_rows_kernel[(idx.numel(),)](x, idx, y, tl.float32, x.shape[1],
                                         BLOCK_SIZE=triton.next_power_of_2(x.shape[1]))
     return y
 

@@ -56,6 +56,7 @@ def test_capture_records_what_each_launcher_chose(captured):
     gather = kernels["_gather_rows_kernel"]["launches"][0]
     idx = next(a for a in gather["args"] if a["name"] == "IDX")
     assert idx["values"] == [7, 7, 0, 3]  # an index tensor is kept by value
+    assert gather["meta"]["OUT_DTYPE"] == {"triton_dtype": "fp32"}  # a constexpr mid-signature
     add = kernels["_add_kernel"]["launches"][0]  # under @triton.autotune, a callable grid
     assert add["meta"] == {"BLOCK": 64}
     assert add["grid_table"]['{"BLOCK": 256}'] == [4]  # cdiv(1000, 256), as the lambda says

@@ -41,8 +41,14 @@ _started = time.perf_counter()
 
 
 def _json_value(value: Any) -> Any:
+    """A meta-parameter as JSON: a Triton dtype as ``{"triton_dtype": "fp32"}`` (rebuilt by
+    ``tuner.kernels.captured_launch``), other values as they are or as text."""
+    import triton.language as tl
+
     if value is None or isinstance(value, bool | int | float | str):
         return value
+    if isinstance(value, tl.dtype):
+        return {"triton_dtype": value.name}
     return str(value)
 
 

@@ -43,6 +43,15 @@ def _tensor(arg: Mapping[str, Any], gen: torch.Generator, device: str) -> torch.
     return base.to(device).as_strided(shape, stride)
 
 
+def _meta_value(value: Any) -> Any:
+    """A captured meta-parameter as the kernel takes it (a Triton dtype rebuilt)."""
+    if isinstance(value, dict) and "triton_dtype" in value:
+        import triton.language as tl
+
+        return tl.dtype(value["triton_dtype"])
+    return value
+
+
 class CapturedLaunches:
     """The launches of one captured kernel, as a ``KernelSpec``'s functions."""
 
@@ -82,7 +91,7 @@ class CapturedLaunches:
 
     def _run(self, tensors: dict[str, Any], launch: Mapping[str, Any],
              config: Mapping[str, Any]) -> None:
-        meta = dict(launch["meta"])
+        meta = {k: _meta_value(v) for k, v in launch["meta"].items()}
         meta.update({k: v for k, v in config.items() if k not in LAUNCH_OPTIONS})
         options = {k: config[k] for k in LAUNCH_OPTIONS if config.get(k) is not None}
         if launch.get("grid_table"):
@@ -92,7 +101,8 @@ class CapturedLaunches:
                                      "sizes")
         else:
             grid = launch["grid"]
-        self.fn()[tuple(grid)](*tensors.values(), **meta, **options)
+        # by name: a constexpr may sit between runtime arguments in the signature
+        self.fn()[tuple(grid)](**tensors, **meta, **options)
 
     def launch(self, tensors: dict[str, Any], problem: Mapping[str, Any],
                config: Mapping[str, Any]) -> None:
