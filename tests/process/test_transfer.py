@@ -25,6 +25,7 @@ from tuner.search.transfer import StoredBest
 from tuner.search.transfer import measured_prior
 from tuner.search.transfer import shape_distance
 from tuner.search.transfer import transfer_configs
+from tuner.views.jobs import prior_text
 
 FAST = TimingSettings(warmup_ms=0, rep_ms=10, min_reps=2, max_reps=5)
 
@@ -52,9 +53,14 @@ def test_default_search_measures_valid_warm_start_configs_first_and_skips_the_re
     ctx = Context(rec.problem(), "fp32")
     first = {"between_method": 3, "block_size_x": 992, "tile_size": 2, "use_method": 2}
     second = {"between_method": 1, "block_size_x": 32, "tile_size": 20, "use_method": 0}
-    not_in_space = {"between_method": 9, "block_size_x": 32, "tile_size": 20, "use_method": 0}
-    search = ModelSearch(space, ctx, seed=0, warm_start=[first, not_in_space, second])
+    not_in_space = {"between_method": "nine", "block_size_x": 32, "tile_size": 20,
+                    "use_method": 0}  # no value of the space is near "nine": skipped
+    renamed = {"BetweenMethod": 0, "BLOCK_SIZE_X": 1000, "tile_size": 2, "UseMethod": 1}
+    search = ModelSearch(space, ctx, seed=0, warm_start=[first, not_in_space, second, renamed])
     assert [search.ask().config for _ in range(2)] == [first, second]
+    # From a space that differs by names and grid: the nearest config of this space (992).
+    assert search.ask().config == {"between_method": 0, "block_size_x": 992, "tile_size": 2,
+                                   "use_method": 1}
 
 
 def test_a_new_job_starts_from_the_best_config_stored_for_a_related_problem(settings):
@@ -80,12 +86,20 @@ def test_a_new_job_starts_from_the_best_config_stored_for_a_related_problem(sett
 
 
 def test_measured_prior_ranks_another_devices_results_and_has_no_opinion_elsewhere():
-    prior = measured_prior([({"a": 1}, 0.5), ({"a": 2}, 0.25), ({"a": 2}, 0.1),
-                            ({"a": 3}, None)])
+    prior = measured_prior([({"a": 1, "b": 1}, 0.5), ({"a": 2, "b": 1}, 0.25),
+                            ({"a": 2, "b": 1}, 0.1), ({"a": 3, "b": 1}, None)])
     assert prior is not None
-    assert prior({"a": 1}) == 0.0 and prior({"a": 2}) == pytest.approx(math.log(0.5))
-    assert prior({"a": 3}) == -math.inf
-    assert prior({"a": 9}) == pytest.approx(math.log(0.5) / 2)  # the median: no opinion
+    assert prior({"a": 1, "b": 1}) == 0.0
+    assert prior({"a": 2, "b": 1}) == pytest.approx(math.log(0.5))
+    assert prior({"a": 3, "b": 1}) == -math.inf
+    # Values the source measured, in a combination it did not: the median, no opinion.
+    assert prior({"a": 1, "b": 1, "c": 0}) == 0.0  # a parameter the source lacks: no part
+    sparse = measured_prior([({"a": 1, "b": 1}, 0.5), ({"a": 2, "b": 2}, 0.25),
+                             ({"a": 3, "b": 2}, 0.4)])
+    assert sparse is not None
+    assert sparse({"a": 1, "b": 2}) == pytest.approx(math.log(0.4 / 0.5))  # the median
+    # A value outside the source's grid: the nearest one it measured (9 -> 3).
+    assert prior({"a": 9, "b": 1}) == -math.inf
     assert measured_prior([({"a": 1}, None)]) is None
 
 
@@ -114,3 +128,15 @@ def test_a_new_device_kind_starts_from_the_results_on_another(settings):
     (row,) = db_rows(settings.db_url, "SELECT config FROM tuner_trials "
                                       f"WHERE job_id = {second} AND number = 0")
     assert json.loads(row.config) == best
+    # Which prior each search used and how far it trusted it, as status and the report say.
+    first_prior, second_prior = (json.loads(r.prior) if r.prior else None for r in db_rows(
+        settings.db_url, "SELECT prior FROM tuner_problems ORDER BY job_id"))
+    assert first_prior is None  # nothing to start from: cold
+    assert "15 results measured on other device kinds" in second_prior["source"]
+    assert "stored best config" in second_prior["source"]
+    assert 0.0 < second_prior["trust"] < 1.0  # the cold twin made some of the proposals
+    assert -1.0 <= second_prior["agreement"] <= 1.0
+    with session_factory(engine)() as session:
+        text = prior_text(repo.problems_of(session, second)[0].prior)
+    assert text.startswith("15 results measured") and "trusted" in text and "rank" in text
+    assert prior_text(None) == "cold start (no prior)"

@@ -66,6 +66,8 @@ class GaussianProcess:
         nll, lengths, noise = best
         for j in range(width):  # one relevance pass: stretch or shrink each feature's scale
             for factor in RELEVANCE_GRID:
+                if factor == 1.0:
+                    continue  # the current scale: its likelihood is ``nll`` already
                 trial = lengths.copy()
                 trial[j] = lengths[j] * factor
                 value = self._nll(x, ys, trial, noise)
@@ -99,13 +101,26 @@ class GaussianProcess:
         return mean * self._std + self._mean, np.sqrt(var) * self._std
 
 
+def ranks(y: np.ndarray) -> np.ndarray:
+    """0-based ranks of ``y`` (ascending), tied values sharing their mean rank."""
+    _, inverse, counts = np.unique(y, return_inverse=True, return_counts=True)
+    out: np.ndarray = (np.cumsum(counts) - counts + (counts - 1) / 2.0)[inverse]
+    return out
+
+
 def normal_scores(y: np.ndarray) -> np.ndarray:
     """The Gaussian copula of ``y``: each value replaced by the standard normal quantile of its
     rank, (rank + 0.5) / n, tied values sharing their mean rank. Order is kept; scale is not."""
-    _, inverse, counts = np.unique(y, return_inverse=True, return_counts=True)
-    ranks = (np.cumsum(counts) - counts + (counts - 1) / 2.0)[inverse]
     inv = NormalDist().inv_cdf
-    return np.array([inv((r + 0.5) / len(y)) for r in ranks])
+    return np.array([inv((r + 0.5) / len(y)) for r in ranks(y)])
+
+
+def rank_agreement(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rank correlation of ``a`` and ``b`` (ties at their mean rank), in [-1, 1];
+    0.0 when either is constant (no order to agree with)."""
+    ra, rb = ranks(a) - (len(a) - 1) / 2.0, ranks(b) - (len(b) - 1) / 2.0
+    norm = math.sqrt(float((ra * ra).sum() * (rb * rb).sum()))
+    return float((ra * rb).sum() / norm) if norm > 0 else 0.0
 
 
 def expected_improvement(mean: np.ndarray, std: np.ndarray, best: float,

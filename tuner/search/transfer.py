@@ -17,6 +17,8 @@ Measured: ``benchmarks/transfer.py`` (shapes, predicted times) and
 
 from __future__ import annotations
 
+import difflib
+import json
 import math
 import statistics
 from collections.abc import Callable
@@ -26,8 +28,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from search_spaces import Config
+from search_spaces import SearchSpace
 from search_spaces import canonical_json
 from tuner.core.types import DEFAULT_TRANSFER
+
+#: Least ``difflib`` similarity for two differently spelt parameter names to match.
+NAME_CUTOFF = 0.6
 
 
 @dataclass(frozen=True)
@@ -70,16 +76,89 @@ def stored_best_rows(rows: Iterable[Any]) -> list[StoredBest]:
     return [StoredBest(dict(r.problem), str(r.device_kind), dict(r.config)) for r in rows]
 
 
+def normalised_name(name: str) -> str:
+    """A parameter name compared across spaces: lower case, letters and digits only
+    (``BLOCK_SIZE_M``, ``block_size_m`` and ``blockSizeM`` are one name)."""
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+def match_names(source: Iterable[str], target: Iterable[str]) -> dict[str, str]:
+    """Source parameter name -> target parameter name: equal normalised names first, then the
+    closest remaining normalised names (``difflib`` ratio >= NAME_CUTOFF), one to one;
+    a name without a match is left out."""
+    left = sorted(set(source))
+    free = {normalised_name(t): t for t in sorted(set(target))}
+    out: dict[str, str] = {}
+    for s in left:
+        if normalised_name(s) in free:
+            out[s] = free.pop(normalised_name(s))
+    for s in left:
+        if s in out:
+            continue
+        close = difflib.get_close_matches(normalised_name(s), list(free), 1, NAME_CUTOFF)
+        if close:
+            out[s] = free.pop(close[0])
+    return out
+
+
+def nearest_value(value: Any, choices: Iterable[Any]) -> Any:
+    """The choice nearest ``value``: numbers by ratio when both are positive (64 is as near
+    32 as 128), else by difference; anything else only when equal (``None``: no match)."""
+    options = list(choices)
+    if value in options:
+        return value
+    if not _number(value):
+        return None
+    numbers = [c for c in options if _number(c)]
+    if not numbers:
+        return None
+
+    def distance(c: Any) -> float:
+        if value > 0 and c > 0:
+            return abs(math.log(c / value))
+        return float(abs(c - value)) + 1e6  # after every positive neighbour
+
+    return min(numbers, key=distance)
+
+
+def map_config(config: Config, space: SearchSpace) -> Config | None:
+    """``config`` (of another space) as a config of ``space``: names by ``match_names``, each
+    value the nearest one ``space`` declares (``nearest_value``); ``None`` when a parameter of
+    ``space`` that is active gets no value. Validity for a problem is the caller's check."""
+    names = match_names(config, [p.name for p in space.params])
+    given = {t: config[s] for s, t in names.items()}
+    out: Config = {}
+    for p in space.params:
+        if not p.active(out):
+            continue
+        value = nearest_value(given[p.name], p.values()) if p.name in given else None
+        if value is None:
+            return None
+        out[p.name] = value
+    return out
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def measured_prior(results: Iterable[tuple[Config, float | None]],
                    ) -> Callable[[Config], float] | None:
     """A search prior from measured results of the same kernel and problem on another device:
-    ``(config, roofline fraction or None for a failure)`` pairs. The prior of a measured config
-    is its log fraction relative to the best there (0 for the best; ``-inf`` for a failure, the
-    search puts those below every other config); a config never measured there gets the median
-    of the measured ones (no opinion). Several results for one config: the best counts.
-    ``None`` when nothing succeeded."""
+    ``(config, roofline fraction or None for a failure)`` pairs. The prior of a config is the
+    log fraction, relative to the best there, of the source config it maps to (0 for the best;
+    ``-inf`` for a failure, the search puts those below every other config); a config with no
+    measured counterpart gets the median of the measured ones (no opinion). Several results for
+    one config: the best counts. ``None`` when nothing succeeded.
+
+    The source's space may differ from the one searched: a config searched here is mapped onto
+    the source's grid (``match_names`` for the parameter names, ``nearest_value`` for each
+    value among those the source measured), so a re-gridded or renamed space keeps its prior;
+    a parameter the source lacks plays no part."""
+    measured = list(results)
+    source_names = sorted({k for config, _ in measured for k in config})
     best: dict[str, float] = {}
-    for config, fraction in results:
+    for config, fraction in measured:
         key = canonical_json(config)
         value = math.log(fraction) if fraction is not None and fraction > 0 \
             and math.isfinite(fraction) else -math.inf
@@ -89,9 +168,36 @@ def measured_prior(results: Iterable[tuple[Config, float | None]],
         return None
     top = max(finite)
     typical = statistics.median(finite) - top
+    grid: dict[str, list[Any]] = {}
+    for config, _ in measured:
+        for k, v in config.items():
+            if v not in grid.setdefault(k, []):
+                grid[k] = [*grid[k], v]
+    mapped: dict[tuple[str, ...], dict[str, str]] = {}  # target names -> their source names
+    projected: dict[tuple[str, ...], dict[str, float]] = {}  # source names -> best by them
+
+    def translated(config: Config) -> float | None:
+        names = tuple(sorted(config))
+        if names not in mapped:
+            mapped[names] = {t: s for s, t in match_names(source_names, names).items()}
+        to_source = mapped[names]
+        if not to_source:
+            return None
+        kept = tuple(sorted(to_source.values()))
+        if kept not in projected:  # a parameter the target lacks: its best value counts
+            table: dict[str, float] = {}
+            for key, value in best.items():
+                part = canonical_json({k: v for k, v in json.loads(key).items() if k in kept})
+                table[part] = max(table.get(part, -math.inf), value)
+            projected[kept] = table
+        out = {to_source[k]: nearest_value(v, grid[to_source[k]])
+               for k, v in config.items() if k in to_source}
+        return None if None in out.values() else projected[kept].get(canonical_json(out))
 
     def prior(config: Config) -> float:
         value = best.get(canonical_json(config))
+        if value is None:
+            value = translated(config)
         return typical if value is None else value - top
 
     return prior
