@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable
+from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
@@ -28,6 +29,7 @@ from search_spaces.recorded import Recording
 from search_spaces.recorded import load_recording
 from search_spaces.recorded import recorded_space
 from tuner.control.searches import make_proposer
+from tuner.search.hedged import HedgedSearch
 from tuner.search.model_search import ModelSearch
 from tuner.search.proposer import Proposer
 
@@ -75,19 +77,27 @@ def recording(path: str) -> Recording:
 
 def build(search: str, rec: Recording, seed: int,
           prior: Callable[[Config], float] | None = None,
-          warm_start: Sequence[Config] = ()) -> Proposer:
+          warm_start: Sequence[Config] = (),
+          options: Mapping[str, Any] | None = None) -> Proposer:
+    """The named search on a recording; ``options``: ``ModelSearch`` keyword arguments for
+    the default search (its trust settings, say), over the variant's constants."""
     space = recorded_space(rec)
     ctx = Context(rec.problem(), "fp32")
-    if search.startswith("v:"):
+    if search.startswith("v:") or options:
+        constants = VARIANTS[search[2:]] if search.startswith("v:") else {}
+        options = dict(options or {})
+        if options.pop("hedged", False):
+            return HedgedSearch(space, ctx, seed, prior, warm_start, **{**constants, **options})
         return ModelSearch(space, ctx, seed, prior=prior, warm_start=warm_start,
-                           **VARIANTS[search[2:]])
+                           **{**constants, **(options or {})})
     name = "auto" if search == "default" else search
     return make_proposer(name, space, ctx, seed, prior=prior, warm_start=warm_start)
 
 
 def simulate(path: str, search: str, seed: int, budget: int,
              prior: Callable[[Config], float] | None = None,
-             warm_start: Sequence[Config] = ()) -> Run:
+             warm_start: Sequence[Config] = (),
+             options: Mapping[str, Any] | None = None) -> Run:
     """Run ``search`` on the recording at ``path`` until ``budget`` configs are measured."""
     rec = recording(path)
     if search.startswith("kt:"):
@@ -96,7 +106,7 @@ def simulate(path: str, search: str, seed: int, budget: int,
         curve, failed, ms = kt_run(path, rec, search[3:], seed, budget)
         return Run(curve, failed, ms, [])
     space = recorded_space(rec)
-    proposer = build(search, rec, seed, prior, warm_start)
+    proposer = build(search, rec, seed, prior, warm_start, options)
     best_ms = rec.best_time_ms()
     measured: dict[str, float | None] = {}
     run = Run([], [])

@@ -73,6 +73,8 @@ class Problem(Base):
     best_trial_id: so.Mapped[int | None]
     best_fraction: so.Mapped[float | None]
     last_improvement: so.Mapped[int] = so.mapped_column(default=0)
+    # what the search started from and how far it trusts it (tuner.control.priors); None: cold
+    prior: so.Mapped[dict[str, Any] | None] = so.mapped_column(sa.JSON)
     # confirmation: the top configs re-timed interleaved before the winner is declared
     confirm_status: so.Mapped[str | None] = so.mapped_column(sa.String(16))
     confirm_attempt: so.Mapped[int] = so.mapped_column(default=0, server_default="0")

@@ -117,9 +117,11 @@ def test_local_job_pipelined_shows_device_time_in_status_report_and_dashboard(
     assert status.returncode == 0, status.stderr
     assert "device time:" in status.stdout and "busy measuring" in status.stdout
     assert "cache hits" in status.stdout and "device wait s" in status.stdout
+    assert "started from cold start (no prior)" in status.stdout  # random uses no prior
     as_json = run_cli(["status", str(outcome.job_id), "--json"], cli_env)
     import json
 
+    assert json.loads(as_json.stdout)[0]["problems"][0]["prior"] is None
     device_time = json.loads(as_json.stdout)[0]["device_time"]
     assert 0 < device_time["busy_fraction"] <= 1 and device_time["gpu_seconds"] > 0
     # the static check compiled each config first: the pipeline found it in the cache
@@ -128,6 +130,7 @@ def test_local_job_pipelined_shows_device_time_in_status_report_and_dashboard(
     assert report.returncode == 0, report.stderr
     page = (tmp_path / "r" / "report.html").read_text()
     assert 'id="timeline"' in page and 'id="device-time"' in page
+    assert 'id="priors"' in page and "cold start (no prior)" in page
     assert (tmp_path / "r" / "timeline.png").stat().st_size > 1000
     [study] = optuna.get_all_study_summaries(settings.db_url)
     trials = optuna.load_study(study_name=study.study_name, storage=settings.db_url).trials

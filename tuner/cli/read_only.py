@@ -20,6 +20,7 @@ from tuner.cli.common import settings_for
 from tuner.core.limits import MAX_ID
 from tuner.core.parsing import UsageError
 from tuner.core.target import as_target
+from tuner.views.jobs import prior_text
 from tuner.views.progress import config_text
 from tuner.views.terminal import device_time_lines
 from tuner.views.terminal import phase_table
@@ -82,6 +83,8 @@ def status(
                       p.stop_reason or "", p.study_name)
     console.print(table)
     for view in summary.problems:
+        console.print(f"{view.problem.problem_key}: started from "
+                      f"{prior_text(view.problem.prior)}", highlight=False)
         if view.best is None and view.failure is not None:
             text, n, total = view.failure
             console.print(f"{view.problem.problem_key}: no config succeeded; {n} of {total} "

@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
-from collections.abc import Callable
 from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import field
@@ -46,6 +45,8 @@ from tuner.control.confirm import Confirmation
 from tuner.control.failures import FailureStreak
 from tuner.control.jobs import kernel_identity_of
 from tuner.control.jobs import problem_context
+from tuner.control.priors import Start
+from tuner.control.priors import choose_start
 from tuner.control.queue import BenchQueue
 from tuner.control.queue import QueueUnavailable
 from tuner.control.recording import JobIdentity
@@ -61,10 +62,6 @@ from tuner.kernels.identity import BUILTIN
 from tuner.optuna.mirror import Mirror
 from tuner.search import Proposer
 from tuner.search import Told
-from tuner.search.prior import model_prior
-from tuner.search.transfer import measured_prior
-from tuner.search.transfer import stored_best_rows
-from tuner.search.transfer import transfer_configs
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +86,7 @@ class _ProblemRun:
     problem: dict[str, int]
     proposer: Proposer
     ctx: Context
+    start: Start
     free_streak: int = 0
     failures: FailureStreak = field(default_factory=FailureStreak)
     valid_count: int | None = None
@@ -252,6 +250,9 @@ class JobDriver:
                         problem.last_improvement = problem.measured
                         if t.median_ms is not None:  # offered to production lookups
                             offer_trial(session, self.job, problem, t, fraction, t.median_ms)
+            report = run.start.report(run.proposer)
+            if report != problem.prior:  # which prior, and how far the search believes it
+                problem.prior = report
 
     # -- stop rules ---------------------------------------------------------------------------
     def _stop_reason(self, run: _ProblemRun, problem: Problem) -> str | None:
@@ -369,34 +370,17 @@ class JobDriver:
         if run is None:
             ctx = problem_context(self.kernel, self.spec, dict(problem.problem))
             with self.sessions() as session:
-                warm = self._transfer(session, dict(problem.problem))
+                start = choose_start(session, self.kernel, self.spec, dict(problem.problem),
+                                     problem.problem_key)
                 proposer = make_proposer(self.spec.sampler, self.kernel.space, ctx,
-                                         self.spec.seed, self._prior(session, problem), warm)
+                                         self.spec.seed, start.prior, start.warm)
                 history = [Told(t.number, dict(t.config), t.told, t.fraction
                                 if t.status == TrialStatus.OK else None)
                            for t in repo.trials_of_problem(session, problem.id)]
             proposer.rebuild(history)
-            run = _ProblemRun(problem.id, dict(problem.problem), proposer, ctx)
+            run = _ProblemRun(problem.id, dict(problem.problem), proposer, ctx, start)
             self._runs[problem.id] = run
         return run
-
-    def _prior(self, session: so.Session, problem: Problem) -> Callable[[Config], float] | None:
-        """The kernel's analytic model (GPU jobs); else, with transfer on, this problem's
-        results on other device kinds (``tuner.search.transfer.measured_prior``)."""
-        prior = model_prior(self.kernel, self.spec, dict(problem.problem))
-        if prior is None and self.spec.transfer > 0 and self.spec.sampler == "auto":
-            prior = measured_prior(repo.results_elsewhere(
-                session, self.kernel.name, self.spec.dtype, problem.problem_key,
-                self.spec.device_kind))
-        return prior
-
-    def _transfer(self, session: so.Session, problem: dict[str, int]) -> list[Config]:
-        """Stored best configs of related problems to start from (``JobSpec.transfer``)."""
-        if self.spec.transfer <= 0 or self.spec.sampler != "auto":
-            return []
-        rows = repo.best_configs_of(session, self.kernel.name, self.spec.dtype)  # as stored
-        return transfer_configs(stored_best_rows(rows), problem, self.spec.device_kind,
-                                self.spec.transfer)
 
 
 def _copied_result(original: Trial) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from search_spaces import SearchSpace
 from tuner.core.registry import Registry
 from tuner.optuna.samplers import SAMPLERS
 from tuner.optuna.samplers import sampler_search
+from tuner.search.hedged import HedgedSearch
 from tuner.search.model_search import ModelSearch
 from tuner.search.proposer import Proposer
 from tuner.search.proposer import SearchFactory
@@ -25,8 +26,12 @@ from tuner.search.proposer import SearchFactory
 def default_search(space: SearchSpace, ctx: Context, seed: int | None,
                    prior: Callable[[Config], float] | None,
                    warm_start: Sequence[Config]) -> Proposer:
-    """``auto``: the model-guided, constraint-aware search with its measured defaults."""
-    return ModelSearch(space, ctx, seed, prior=prior, warm_start=warm_start)
+    """``auto``: the model-guided, constraint-aware search with its measured defaults; with a
+    prior or warm configs, hedged by a cold twin (``tuner.search.hedged``), so a prior that
+    misleads costs little."""
+    if prior is None and not warm_start:
+        return ModelSearch(space, ctx, seed)
+    return HedgedSearch(space, ctx, seed, prior, warm_start)
 
 
 SEARCHES: Registry[SearchFactory] = Registry("sampler", {"auto": default_search})

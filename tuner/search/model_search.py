@@ -26,6 +26,15 @@ budget in two phases:
    candidate that was not chosen: once that many measurements bring no new best, local steps
    refine around one basin after another and global steps maximise an upper confidence bound.
 
+A **prior** (a predicted log fraction per config: the kernel's model, or another GPU's results,
+``tuner.search.transfer``) is believed whole; ``prior_trust=True`` (a candidate of
+``benchmarks/search_transfer.py``, not the default) weights it by ``trust()``: 1 until
+``TRUST_POINTS`` configs are measured, then its rank agreement with the measurements, clipped
+at 0. ``agreement()`` is reported either way. Warm-start configs from a space that differs
+(names, grid) are measured as their nearest config here (``tuner.search.transfer.map_config``).
+The service never runs this search alone with a prior: ``tuner.search.hedged`` pairs it with a
+cold twin.
+
 The constants (``feasibility``, ``failed_in_model``, ``explore_after``) were chosen held out
 among the candidates of ``benchmarks/search_runs.py``; measured:
 ``benchmarks/search_efficiency.py`` (README, "Search quality").
@@ -51,8 +60,10 @@ from tuner.search.gp import GaussianProcess
 from tuner.search.gp import expected_improvement
 from tuner.search.gp import matern52
 from tuner.search.gp import normal_scores
+from tuner.search.gp import rank_agreement
 from tuner.search.proposer import Asked
 from tuner.search.proposer import Told
+from tuner.search.transfer import map_config
 
 MAX_CANDIDATES = 50_000
 #: A space too large to enumerate is sampled (up to MAX_CANDIDATES valid configs from 20 times
@@ -70,6 +81,8 @@ NEIGHBOURS = 100
 EXPLORE_KAPPA = 2.0
 #: A stalled search refines from configs this many parameters apart (distinct basins).
 DIVERSE_PARAMS = 3
+#: Measured configs from which the prior's rank agreement is computed (before: full trust).
+TRUST_POINTS = 4
 
 
 def _key(config: Config) -> str:
@@ -119,7 +132,9 @@ class ModelSearch:
                  prior: Callable[[Config], float] | None = None,
                  warm_start: Sequence[Config] = (), local_top: int = 3,
                  widen_after: int = 10, feasibility: bool = True,
-                 failed_in_model: bool = True, explore_after: int = 0) -> None:
+                 failed_in_model: bool = True, explore_after: int = 0,
+                 prior_trust: bool = False) -> None:
+        self.prior_trust = prior_trust
         self.local_top = local_top
         self.feasibility = feasibility
         self.failed_in_model = failed_in_model or not feasibility
@@ -203,9 +218,31 @@ class ModelSearch:
         self.observed[idx] = _log(fraction)
 
     # -- phases -----------------------------------------------------------------------------------
+    def trust(self) -> float:
+        """How far the prior is believed, in [0, 1]: 1.0 without ``prior_trust`` or until
+        TRUST_POINTS configs are measured, then the rank agreement (Spearman) between the prior
+        and the measured log fractions (failures below every success), clipped at 0."""
+        agreement = self.agreement()
+        return 1.0 if agreement is None or not self.prior_trust else max(0.0, agreement)
+
+    def agreement(self) -> float | None:
+        """Spearman's rank correlation between the prior and what was measured; ``None``
+        without a prior or before TRUST_POINTS measured configs."""
+        if self.prior is None or len(self.observed) < TRUST_POINTS:
+            return None
+        measured = list(self.observed)
+        ok = [y for y in self.observed.values() if y is not None]
+        floor = min(ok) - 1.0 if ok else 0.0
+        y = np.array([floor if self.observed[i] is None else self.observed[i] for i in measured],
+                     dtype=float)
+        return rank_agreement(self._prior[measured], y)
+
     def _initial(self, free: list[int]) -> int:
         for seed in [*self.warm_start, *self.space.seed_configs()]:
             idx = self._index.get(_key(seed))
+            if idx is None:  # from a space that differs: its nearest config here
+                mapped = map_config(seed, self.space)
+                idx = self._index.get(_key(mapped)) if mapped is not None else None
             if idx is not None and idx in free:
                 return idx
         taken = list(self.observed) + list(self.pending)
@@ -260,11 +297,12 @@ class ModelSearch:
                 mean, std = self._rank_gp.predict(self._x[near])
                 ei = expected_improvement(mean, std, float(scores[:len(done)].max()), self.xi)
                 return int(near[int(np.argmax(ei * self._feasible(near, self._rank_gp)))])
-        y = y - self._prior[idx]  # the GP models what the prior gets wrong (zero without one)
+        weight = self.trust()  # the GP models what the prior gets wrong (zero without one)
+        y = y - weight * self._prior[idx]
         self._fit(self._gp, idx, y)
         pool = self._pool(free, [done[i] for i in np.argsort(-ys)[:TOP_K]])
         mean, std = self._gp.predict(self._x[pool])
-        mean = mean + self._prior[pool]
+        mean = mean + weight * self._prior[pool]
         feasible = self._feasible(pool, self._gp)
         if self.explore_after and stalled >= self.explore_after:
             # Stuck: an upper confidence bound (log units) instead of EI sends the step where
@@ -342,9 +380,10 @@ class ModelSearch:
         if len(everything) <= MAX_SCORED:
             return everything
         sample = self.rng.choice(everything, MAX_SCORED - TOP_K * NEIGHBOURS, replace=False)
+        free_x = self._x[everything]  # one copy for every best config
         near = []
         for i in best:
-            dist = ((self._x[everything] - self._x[i]) ** 2).sum(1)
+            dist = ((free_x - self._x[i]) ** 2).sum(1)
             near.append(everything[np.argsort(dist)[:NEIGHBOURS]])
         return np.unique(np.concatenate([sample, *near]))
 

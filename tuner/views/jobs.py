@@ -143,6 +143,20 @@ def summarise_job(session: so.Session, job_id: int, *, trials: bool = True,
 
 
 
+def prior_text(prior: dict[str, Any] | None) -> str:
+    """One line for people: ``cold start`` or the source, the trust and the agreement."""
+    if not prior:
+        return "cold start (no prior)"
+    text = str(prior.get("source", "a prior"))
+    trust = prior.get("trust")
+    if trust is not None:
+        text += f"; trusted {trust:.0%} (share of proposals that followed it)"
+    agreement = prior.get("agreement")
+    if agreement is not None:
+        text += f"; rank agreement with what was measured {agreement:+.2f}"
+    return text
+
+
 def summary_json(summary: JobSummary) -> dict[str, Any]:
     """A job summary as plain JSON (``tuner status --json``)."""
     job = summary.job
@@ -157,7 +171,7 @@ def summary_json(summary: JobSummary) -> dict[str, Any]:
             "problem": dict(v.problem.problem), "key": v.problem.problem_key,
             "status": v.problem.status, "measured": v.problem.measured,
             "best_fraction": v.problem.best_fraction, "stop_reason": v.problem.stop_reason,
-            "study": v.problem.study_name,
+            "study": v.problem.study_name, "prior": v.problem.prior,
             "best_config": dict(v.best.config) if v.best is not None else None,
             "best_trial": v.best.number if v.best is not None else None,
             "failure": None if v.failure is None else {

@@ -31,6 +31,7 @@ from tuner.charts import timeline_png
 from tuner.core.device_time import account
 from tuner.core.device_time import queue_wait_s
 from tuner.core.device_time import segments
+from tuner.views.jobs import prior_text
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:70em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;
@@ -159,6 +160,9 @@ def build_report(sessions: so.sessionmaker[so.Session], job_id: int, out: Path,
 <h2>Best configs</h2>
 {_table("best-configs", ["problem", "status", "measured", "config", "roofline fraction",
                          "median ms", "roofline ms", "bound", "stopped because"], best_rows)}
+<h2>Where each search started</h2>
+{_table("priors", ["problem", "prior and trust"],
+        [[p.problem_key, prior_text(p.prior)] for p in problems])}
 <h2>Roofline</h2><p>{drawn} measured trials; the best of each problem in red.</p>
 <img id="roofline" src="roofline.png" alt="roofline chart of every measured trial">
 <h2>Search history</h2>

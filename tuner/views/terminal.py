@@ -22,6 +22,7 @@ from tuner.core.device_time import DeviceTime
 from tuner.core.target import Evidence
 from tuner.core.target import as_target
 from tuner.views.jobs import JobSummary
+from tuner.views.jobs import prior_text
 from tuner.views.progress import Event
 from tuner.views.progress import Interrupted
 from tuner.views.progress import NewBest
@@ -120,6 +121,8 @@ def print_summary(summary: JobSummary, db_url: str, console: Console) -> None:
         console.print(f"[bold]{job.kernel} {p.problem_key} {job.dtype} on "
                       f"{job.device_kind}[/] (job {job.id}, {p.measured} measured; "
                       f"{p.stop_reason or p.status})", highlight=False)
+        if p.prior:
+            console.print(f"  started from {prior_text(p.prior)}", highlight=False)
         t = view.best
         if t is None or t.fraction is None or t.median_ms is None:
             if view.failure is None and p.measured:

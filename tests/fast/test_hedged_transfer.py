@@ -1,0 +1,134 @@
+"""Transfer that cannot cost much: configs mapped between spaces that differ by name and
+grid, the prior's rank agreement, and the hedged search that gives a misleading prior ever
+fewer measurements (``tuner.search.transfer``, ``tuner.search.hedged``)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from search_spaces import Choice
+from search_spaces import Context
+from search_spaces import SearchSpace
+from search_spaces import canonical_json
+from search_spaces.recorded import load_recording
+from search_spaces.recorded import recorded_space
+from tests.conftest import replay_file
+from tuner.search.gp import rank_agreement
+from tuner.search.hedged import HedgedSearch
+from tuner.search.model_search import ModelSearch
+from tuner.search.proposer import Told
+from tuner.search.transfer import map_config
+from tuner.search.transfer import match_names
+from tuner.search.transfer import measured_prior
+from tuner.search.transfer import nearest_value
+
+
+def test_names_match_by_spelling_then_by_similarity_one_to_one():
+    assert match_names(["BlockSizeX", "TILE_Y", "unrelated_flag"],
+                       ["block_size_x", "tile_size_y", "num_warps"]) == {
+        "BlockSizeX": "block_size_x", "TILE_Y": "tile_size_y"}
+    assert match_names(["a"], []) == {}
+
+
+def test_nearest_value_is_by_ratio_for_positive_numbers_and_exact_otherwise():
+    assert nearest_value(48, [16, 32, 128]) == 32  # 48/32 < 128/48
+    assert nearest_value(100, [16, 32, 128]) == 128
+    assert nearest_value(0, [0, 4]) == 0
+    assert nearest_value("row", ["row", "col"]) == "row"
+    assert nearest_value("diag", ["row", "col"]) is None
+    assert nearest_value(3, ["row"]) is None
+
+
+def test_a_config_of_another_space_maps_to_the_nearest_declared_values():
+    space = SearchSpace("t", (Choice("BLOCK_M", (16, 32, 64, 128)), Choice("num_warps", (4, 8))))
+    assert map_config({"block_m": 100, "NumWarps": 2, "extra": 1}, space) == {
+        "BLOCK_M": 128, "num_warps": 4}
+    assert map_config({"block_m": 100}, space) is None  # num_warps gets no value
+
+
+def test_a_prior_from_a_regridded_renamed_space_keeps_its_order():
+    source = [({"BlockM": bm, "Flag": f}, fraction) for bm, f, fraction in [
+        (16, 0, 0.2), (64, 0, 0.9), (64, 1, 0.5), (256, 0, 0.4), (256, 1, None)]]
+    prior = measured_prior(source)
+    assert prior is not None
+    # The target space lacks Flag (its best counts) and has values the source never measured.
+    assert prior({"block_m": 64}) == 0.0
+    assert prior({"block_m": 40}) == 0.0  # nearest measured: 64
+    assert prior({"block_m": 16}) == pytest.approx(math.log(0.2 / 0.9))
+    assert prior({"block_m": 512}) == pytest.approx(math.log(0.4 / 0.9))
+    assert prior({"block_m": 512, "Flag": 1}) == -math.inf  # a failure there
+
+
+def test_rank_agreement_is_spearmans_correlation():
+    a = np.array([1.0, 2.0, 3.0, 4.0])
+    assert rank_agreement(a, a ** 3) == pytest.approx(1.0)
+    assert rank_agreement(a, -a) == pytest.approx(-1.0)
+    assert rank_agreement(a, np.ones(4)) == 0.0
+
+
+def _run(search, rec, budget):
+    """Measure ``budget`` distinct configs of a recording; the best fraction found."""
+    seen: set[str] = set()
+    best = 0.0
+    while len(seen) < budget:
+        asked = search.ask()
+        assert asked is not None
+        key = canonical_json(asked.config)
+        assert key not in seen  # never measured twice, whichever twin proposed it
+        seen.add(key)
+        entry = rec.entries[rec.key_of(asked.config)]
+        fraction = None if isinstance(entry["time"], str) else rec.best_time_ms() / entry["time"]
+        search.tell(asked.number, fraction)
+        best = max(best, fraction or 0.0)
+    return best
+
+
+def _exact_prior(rec, sign=1.0):
+    """The log fractions of ``rec`` themselves (failures lowest) as a prior; ``sign=-1``: the
+    same, backwards (worst first)."""
+    best = rec.best_time_ms()
+    values = {rec.key_of(e): math.log(best / e["time"]) if not isinstance(e["time"], str)
+              else -20.0 for e in rec.entries.values()}
+    return lambda config: sign * values[rec.key_of(config)]
+
+
+def _inverted_prior(rec):
+    return _exact_prior(rec, -1.0)
+
+
+def test_a_misleading_prior_loses_the_lead_and_a_right_one_keeps_it():
+    rec = load_recording(replay_file("pnpoly_RTX_3090.json.gz"))
+    space, ctx = recorded_space(rec), Context(rec.problem(), "fp32")
+    wrong = HedgedSearch(space, ctx, 1, _inverted_prior(rec), [])
+    _run(wrong, rec, 20)
+    assert wrong.trust() <= 0.4 and wrong.agreement() is not None and wrong.agreement() < 0
+    right = HedgedSearch(space, ctx, 1, _exact_prior(rec), [])
+    assert _run(right, rec, 20) == 1.0 and right.trust() >= 0.6
+    assert right.agreement() > 0.5
+
+
+def test_a_hedged_search_resumes_from_its_history():
+    rec = load_recording(replay_file("pnpoly_RTX_3090.json.gz"))
+    space, ctx = recorded_space(rec), Context(rec.problem(), "fp32")
+    search = HedgedSearch(space, ctx, 2, _inverted_prior(rec), [])
+    history = []
+    for _ in range(6):
+        asked = search.ask()
+        entry = rec.entries[rec.key_of(asked.config)]
+        fraction = None if isinstance(entry["time"], str) else rec.best_time_ms() / entry["time"]
+        search.tell(asked.number, fraction)
+        history.append(Told(asked.number, asked.config, True, fraction))
+    resumed = HedgedSearch(space, ctx, 2, _inverted_prior(rec), [])
+    resumed.rebuild(history)
+    nxt = resumed.ask()
+    assert nxt.number == 6
+    assert canonical_json(nxt.config) not in {canonical_json(t.config) for t in history}
+
+
+def test_a_cold_search_reports_full_trust_and_no_agreement():
+    rec = load_recording(replay_file("pnpoly_RTX_3090.json.gz"))
+    search = ModelSearch(recorded_space(rec), Context(rec.problem(), "fp32"), 0)
+    assert search.agreement() is None and search.trust() == 1.0

@@ -1,0 +1,141 @@
+"""A transferred prior that cannot cost much: the warm search hedged by a cold one.
+
+A prior from another GPU or another space (``tuner.search.transfer``) is right where the two
+are alike and misleading where they are not, and a search cannot tell which before it has
+measured. ``HedgedSearch`` runs two default searches on the same problem: the **warm** one
+(the prior and the transferred configs, and every result of both) and the **cold** one (no
+prior, only its own results, so a misleading prior's region cannot capture it). Each proposal
+goes to one of them: the first to the warm search; then, until both have measured
+``PROBE`` configs, alternately; from then on ``LEAD_SHARE`` of the proposals to the search whose
+own best measured config is better, the rest to the other (a prior that proves worse than a
+cold start gets ever fewer measurements; one that finds the optimum loses nothing to the
+cold search's share). A config one of them proposes that the other already measured is told
+its result at once and never measured twice.
+
+``trust()`` is the share of the proposals the warm search made; ``agreement()`` the rank
+agreement between the prior and what was measured (``ModelSearch.agreement``) — what
+``tuner status`` shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from search_spaces import Config
+from search_spaces import Context
+from search_spaces import SearchSpace
+from search_spaces import canonical_json
+from tuner.search.model_search import ModelSearch
+from tuner.search.proposer import Asked
+from tuner.search.proposer import Told
+
+#: Proposals each search makes, alternately, before the better one leads.
+PROBE = 2
+#: Share of the proposals the leading search makes.
+LEAD_SHARE = 0.6
+#: Known configs one search may propose in a row before the wrapper gives up on it this ask.
+MAX_KNOWN_IN_A_ROW = 50
+
+
+class HedgedSearch:
+    """A warm ``ModelSearch`` and a cold one sharing a budget (module docstring)."""
+
+    def __init__(self, space: SearchSpace, ctx: Context, seed: int | None,
+                 prior: Callable[[Config], float] | None, warm_start: Sequence[Config],
+                 lead_share: float = LEAD_SHARE, probe: int = PROBE, **options: Any) -> None:
+        self.lead_share, self.probe = lead_share, probe
+        self.warm = ModelSearch(space, ctx, seed, prior=prior, warm_start=warm_start,
+                                **options)
+        cold_seed = None if seed is None else seed + 7919
+        self.cold = ModelSearch(space, ctx, cold_seed, **options)
+        self._arm: dict[int, tuple[str, int]] = {}  # our number -> (arm, its number)
+        self._results: dict[str, float | None] = {}  # config key -> measured fraction
+        self._best = {"warm": float("-inf"), "cold": float("-inf")}
+        self._made = {"warm": 0, "cold": 0}
+        self._next_number = 0
+
+    def _share_candidates(self) -> None:
+        """The cold search scores the same valid configs as the warm one (enumerated once)."""
+        if self.cold._candidates is None:
+            self.cold._candidates = self.warm._ensure()
+            self.cold._index, self.cold._x = self.warm._index, self.warm._x
+            self.cold._prior = np.zeros(len(self.cold._candidates))
+
+    def _search(self, arm: str) -> ModelSearch:
+        return self.warm if arm == "warm" else self.cold
+
+    def _choose(self) -> str:
+        made = self._made
+        total = made["warm"] + made["cold"]
+        if total == 0:
+            return "warm"
+        if min(made.values()) < self.probe:
+            return "warm" if made["warm"] <= made["cold"] else "cold"
+        lead = "warm" if self._best["warm"] >= self._best["cold"] else "cold"
+        other = "cold" if lead == "warm" else "warm"
+        return lead if made[lead] < self.lead_share * (total + 1) else other
+
+    # -- the proposer protocol ----------------------------------------------------------------
+    def rebuild(self, history: Sequence[Told]) -> None:
+        """After a restart: the warm search gets every trial (numbers kept); the split between
+        the two starts again from their counts (each past trial counts as the warm one's)."""
+        self.warm.rebuild(list(history))
+        for t in history:
+            self._next_number = max(self._next_number, t.number + 1)
+            self._arm[t.number] = ("warm", t.number)
+            self._made["warm"] += 1
+            if t.final:
+                self._record("warm", t.config, t.fraction)
+        self.warm._next_number = max(self.warm._next_number, self._next_number)
+
+    def ask(self) -> Asked | None:
+        self._share_candidates()
+        first = self._choose()
+        for arm in (first, "cold" if first == "warm" else "warm"):
+            search = self._search(arm)
+            for _ in range(MAX_KNOWN_IN_A_ROW):
+                asked = search.ask()
+                if asked is None:
+                    break
+                key = canonical_json(asked.config)
+                if key in self._results:  # measured by the other one: told, not re-measured
+                    search.tell(asked.number, self._results[key])
+                    continue
+                number = self._next_number
+                self._next_number += 1
+                self._arm[number] = (arm, asked.number)
+                self._made[arm] += 1
+                return Asked(number=number, config=asked.config)
+        return None
+
+    def tell(self, number: int, fraction: float | None) -> None:
+        entry = self._arm.pop(number, None)
+        if entry is None:
+            return
+        arm, own = entry
+        search = self._search(arm)
+        config = search._candidates[search._numbers[own]] if search._candidates is not None \
+            and own in search._numbers else None
+        search.tell(own, fraction)
+        if config is not None:
+            self._record(arm, config, fraction)
+            if arm == "cold":  # the warm search learns from every measurement
+                self.warm.rebuild([Told(-1, dict(config), True, fraction)])
+
+    def _record(self, arm: str, config: Config, fraction: float | None) -> None:
+        self._results[canonical_json(config)] = fraction
+        if fraction is not None:
+            self._best[arm] = max(self._best[arm], fraction)
+
+    # -- what status shows --------------------------------------------------------------------
+    def trust(self) -> float:
+        """Share of the proposals so far that the warm search made (1.0 before any)."""
+        total = self._made["warm"] + self._made["cold"]
+        return self._made["warm"] / total if total else 1.0
+
+    def agreement(self) -> float | None:
+        return self.warm.agreement()
