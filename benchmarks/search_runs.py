@@ -83,7 +83,7 @@ def build(search: str, rec: Recording, seed: int,
     the default search (its trust settings, say), over the variant's constants."""
     space = recorded_space(rec)
     ctx = Context(rec.problem(), "fp32")
-    if search.startswith("v:") or options:
+    if search.startswith("v:") or options is not None:
         constants = VARIANTS[search[2:]] if search.startswith("v:") else {}
         options = dict(options or {})
         if options.pop("hedged", False):

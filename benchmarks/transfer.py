@@ -29,10 +29,10 @@ sys.path.insert(0, str(ROOT))
 
 from search_spaces import Context  # noqa: E402
 from search_spaces import canonical_json  # noqa: E402
+from tuner.control.searches import make_proposer  # noqa: E402
 from tuner.core.devices.datasheets import device_spec  # noqa: E402
 from tuner.core.devices.datasheets import target_limits  # noqa: E402
 from tuner.kernels import resolve_kernel  # noqa: E402
-from tuner.search.model_search import ModelSearch  # noqa: E402
 from tuner.search.model_search import valid_candidates  # noqa: E402
 from tuner.search.transfer import StoredBest  # noqa: E402
 from tuner.search.transfer import transfer_configs  # noqa: E402
@@ -67,7 +67,8 @@ class PredictedSpace:
 
     def curve(self, seed: int, warm: list[dict[str, Any]], budget: int) -> list[float]:
         """Best fraction of the optimum after each of ``budget`` measured configs."""
-        search = ModelSearch(self.kernel.space, self.ctx, seed, warm_start=warm)
+        # The service's default search as a job builds it (hedged when ``warm`` is not empty).
+        search = make_proposer("auto", self.kernel.space, self.ctx, seed, warm_start=warm)
         best, out = 0.0, []
         for _ in range(budget):
             asked = search.ask()

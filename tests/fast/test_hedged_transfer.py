@@ -5,6 +5,7 @@ fewer measurements (``tuner.search.transfer``, ``tuner.search.hedged``)."""
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from search_spaces import SearchSpace
 from search_spaces import canonical_json
 from search_spaces.recorded import load_recording
 from search_spaces.recorded import recorded_space
+from tests.conftest import ROOT
 from tests.conftest import replay_file
 from tuner.search.gp import rank_agreement
 from tuner.search.hedged import HedgedSearch
@@ -132,3 +134,25 @@ def test_a_cold_search_reports_full_trust_and_no_agreement():
     rec = load_recording(replay_file("pnpoly_RTX_3090.json.gz"))
     search = ModelSearch(recorded_space(rec), Context(rec.problem(), "fp32"), 0)
     assert search.agreement() is None and search.trust() == 1.0
+
+
+def test_the_transfer_benchmark_regrids_sources_and_scores_the_worst_pair():
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.search_transfer import regridded
+    from benchmarks.search_transfer import respelt
+    from benchmarks.search_transfer import score
+
+    assert respelt("block_size_x") == "BlockSizeX"
+    rec = load_recording(replay_file("pnpoly_RTX_3090.json.gz"))
+    results = regridded(rec)
+    assert {k for config, _ in results for k in config} == {respelt(k) for k in rec.keys}
+    assert {c["TileSize"] for c, _ in results} == set(rec.grid["tile_size"][::2])
+    assert 0 < len(results) < len(rec.entries)
+
+    def row(gains):
+        return {"cold": {b: {"mean": 0.5} for b in ("10", "20", "50")},
+                "warm": {"v": {b: {"mean": 0.5 + g} for b, g in zip(("10", "20", "50"), gains,
+                                                                       strict=True)}}}
+    steady, one_bad = [row([0.1, 0.1, 0.1])], [row([0.3, 0.3, -0.2])]
+    assert score(steady, "v") == pytest.approx(0.1)
+    assert score(one_bad, "v") < score(steady, "v")  # the worst shortfall counts twice over
