@@ -1,9 +1,10 @@
 """Search strategies: which config to measure next.
 
 ``tuner.search.proposer`` is the interface (``Proposer``, ``Asked``, ``Told``);
-``model_search`` is the service's default (``auto``). Optuna's samplers are adapters in
-``tuner.optuna.samplers``; a job's ``sampler`` name is resolved by the control plane's registry
-(``tuner.control.searches``).
+``model_search`` is the service's default (``auto``), paired with a cold twin by ``hedged``
+when the job has a prior or transferred configs (``transfer`` maps those between spaces).
+Optuna's samplers are adapters in ``tuner.optuna.samplers``; a job's ``sampler`` name is
+resolved by the control plane's registry (``tuner.control.searches``).
 """
 
 from __future__ import annotations
