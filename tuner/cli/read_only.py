@@ -84,7 +84,7 @@ def status(
     console.print(table)
     for view in summary.problems:
         console.print(f"{view.problem.problem_key}: started from "
-                      f"{prior_text(view.problem.prior)}", highlight=False)
+                      f"{escape(prior_text(view.problem.prior))}", highlight=False)
         if view.best is None and view.failure is not None:
             text, n, total = view.failure
             console.print(f"{view.problem.problem_key}: no config succeeded; {n} of {total} "

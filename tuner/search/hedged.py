@@ -23,8 +23,6 @@ from collections.abc import Callable
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from search_spaces import Config
 from search_spaces import Context
 from search_spaces import SearchSpace
@@ -52,18 +50,12 @@ class HedgedSearch:
                                 **options)
         cold_seed = None if seed is None else seed + 7919
         self.cold = ModelSearch(space, ctx, cold_seed, **options)
-        self._arm: dict[int, tuple[str, int]] = {}  # our number -> (arm, its number)
+        self.cold.adopt_candidates(self.warm)  # the valid configs are enumerated once
+        self._arm: dict[int, tuple[str, int, Config]] = {}  # number -> (arm, its number, config)
         self._results: dict[str, float | None] = {}  # config key -> measured fraction
         self._best = {"warm": float("-inf"), "cold": float("-inf")}
         self._made = {"warm": 0, "cold": 0}
         self._next_number = 0
-
-    def _share_candidates(self) -> None:
-        """The cold search scores the same valid configs as the warm one (enumerated once)."""
-        if self.cold._candidates is None:
-            self.cold._candidates = self.warm._ensure()
-            self.cold._index, self.cold._x = self.warm._index, self.warm._x
-            self.cold._prior = np.zeros(len(self.cold._candidates))
 
     def _search(self, arm: str) -> ModelSearch:
         return self.warm if arm == "warm" else self.cold
@@ -86,14 +78,12 @@ class HedgedSearch:
         self.warm.rebuild(list(history))
         for t in history:
             self._next_number = max(self._next_number, t.number + 1)
-            self._arm[t.number] = ("warm", t.number)
+            self._arm[t.number] = ("warm", t.number, dict(t.config))
             self._made["warm"] += 1
             if t.final:
                 self._record("warm", t.config, t.fraction)
-        self.warm._next_number = max(self.warm._next_number, self._next_number)
 
     def ask(self) -> Asked | None:
-        self._share_candidates()
         first = self._choose()
         for arm in (first, "cold" if first == "warm" else "warm"):
             search = self._search(arm)
@@ -107,7 +97,7 @@ class HedgedSearch:
                     continue
                 number = self._next_number
                 self._next_number += 1
-                self._arm[number] = (arm, asked.number)
+                self._arm[number] = (arm, asked.number, asked.config)
                 self._made[arm] += 1
                 return Asked(number=number, config=asked.config)
         return None
@@ -116,15 +106,11 @@ class HedgedSearch:
         entry = self._arm.pop(number, None)
         if entry is None:
             return
-        arm, own = entry
-        search = self._search(arm)
-        config = search._candidates[search._numbers[own]] if search._candidates is not None \
-            and own in search._numbers else None
-        search.tell(own, fraction)
-        if config is not None:
-            self._record(arm, config, fraction)
-            if arm == "cold":  # the warm search learns from every measurement
-                self.warm.rebuild([Told(-1, dict(config), True, fraction)])
+        arm, own, config = entry
+        self._search(arm).tell(own, fraction)
+        self._record(arm, config, fraction)
+        if arm == "cold":  # the warm search learns from every measurement
+            self.warm.observe(config, fraction)
 
     def _record(self, arm: str, config: Config, fraction: float | None) -> None:
         self._results[canonical_json(config)] = fraction

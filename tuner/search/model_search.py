@@ -155,6 +155,7 @@ class ModelSearch:
         self._rotation = 0
         self.encoder = Encoder(space)
         self._candidates: list[Config] | None = None
+        self._shared_from: ModelSearch | None = None  # adopt_candidates
         self._x = np.zeros((0, 0))
         self._index: dict[str, int] = {}
         self.observed: dict[int, float | None] = {}  # candidate -> log fraction, None = failed
@@ -167,9 +168,13 @@ class ModelSearch:
     # -- candidates -----------------------------------------------------------------------------
     def _ensure(self) -> list[Config]:
         if self._candidates is None:
-            self._candidates = valid_candidates(self.space, self.ctx, self.rng)
-            self._index = {_key(c): i for i, c in enumerate(self._candidates)}
-            self._x = self.encoder.encode_all(self._candidates)
+            if self._shared_from is not None:  # another search's valid configs (one problem)
+                self._candidates = self._shared_from._ensure()
+                self._index, self._x = self._shared_from._index, self._shared_from._x
+            else:
+                self._candidates = valid_candidates(self.space, self.ctx, self.rng)
+                self._index = {_key(c): i for i, c in enumerate(self._candidates)}
+                self._x = self.encoder.encode_all(self._candidates)
             if self.prior is not None:
                 values = np.array([self.prior(c) for c in self._candidates], dtype=float)
                 finite = np.isfinite(values)
@@ -196,6 +201,16 @@ class ModelSearch:
                 self.pending.add(idx)
                 self._numbers[t.number] = idx
 
+    def adopt_candidates(self, other: ModelSearch) -> None:
+        """Score the valid configs ``other`` enumerates (same problem; before proposing)."""
+        self._shared_from = other
+
+    def observe(self, config: Config, fraction: float | None) -> None:
+        """A measured result of a config this search did not propose (another search's)."""
+        idx = self._index_of(config)
+        if idx is not None:
+            self.observed[idx] = _log(fraction)
+
     def ask(self) -> Asked | None:
         candidates = self._ensure()
         free = [i for i in range(len(candidates))
@@ -219,15 +234,14 @@ class ModelSearch:
 
     # -- phases -----------------------------------------------------------------------------------
     def trust(self) -> float:
-        """How far the prior is believed, in [0, 1]: 1.0 without ``prior_trust`` or until
-        TRUST_POINTS configs are measured, then the rank agreement (Spearman) between the prior
-        and the measured log fractions (failures below every success), clipped at 0."""
+        """How far the prior is believed, in [0, 1]: 1.0, or with ``prior_trust`` its
+        ``agreement()`` clipped at 0 once TRUST_POINTS configs are measured."""
         agreement = self.agreement()
         return 1.0 if agreement is None or not self.prior_trust else max(0.0, agreement)
 
     def agreement(self) -> float | None:
-        """Spearman's rank correlation between the prior and what was measured; ``None``
-        without a prior or before TRUST_POINTS measured configs."""
+        """Spearman's rank correlation between the prior and the measured log fractions
+        (failures below every success); ``None`` without a prior or before TRUST_POINTS."""
         if self.prior is None or len(self.observed) < TRUST_POINTS:
             return None
         measured = list(self.observed)

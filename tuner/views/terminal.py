@@ -7,6 +7,7 @@ from types import TracebackType
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn
 from rich.progress import MofNCompleteColumn
 from rich.progress import Progress
@@ -122,7 +123,7 @@ def print_summary(summary: JobSummary, db_url: str, console: Console) -> None:
                       f"{job.device_kind}[/] (job {job.id}, {p.measured} measured; "
                       f"{p.stop_reason or p.status})", highlight=False)
         if p.prior:
-            console.print(f"  started from {prior_text(p.prior)}", highlight=False)
+            console.print(f"  started from {escape(prior_text(p.prior))}", highlight=False)
         t = view.best
         if t is None or t.fraction is None or t.median_ms is None:
             if view.failure is None and p.measured:
