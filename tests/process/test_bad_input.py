@@ -76,7 +76,7 @@ def test_the_grid_stops_once_every_point_was_handed_out(cli_env):
     (or timed out) hundreds of times."""
     proc = run_cli(["tune", f"{FAULT_KERNEL}:HANG_RUN", "--shape", "N=1000", "--backend",
                     "interpret", "--sampler", "grid", "--trials", "10", "--parallel", "2",
-                    "--compile-timeout", "4", "--run-timeout", "4", "--seed", "0"],
+                    "--compile-timeout", "60", "--run-timeout", "4", "--seed", "0"],
                    cli_env, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     db = f"sqlite:///{Path(cli_env['TUNER_DATA_DIR']) / 'tuner.db'}"
