@@ -33,7 +33,7 @@ from tuner.control.searches import make_proposer  # noqa: E402
 from tuner.core.devices.datasheets import device_spec  # noqa: E402
 from tuner.core.devices.datasheets import target_limits  # noqa: E402
 from tuner.kernels import resolve_kernel  # noqa: E402
-from tuner.search.model_search import valid_candidates  # noqa: E402
+from tuner.search.candidates import valid_candidates  # noqa: E402
 from tuner.search.transfer import StoredBest  # noqa: E402
 from tuner.search.transfer import transfer_configs  # noqa: E402
 

@@ -6,17 +6,20 @@ budget in two phases:
 
 1. **Start**: the ``warm_start`` configs that are valid here (the best configs of related
    problems, from the database: ``tuner.search.transfer``), the space's seed configs that are
-   valid (e.g. Triton's tutorial list), then valid configs drawn alternately uniformly at random
-   (typical configs) and by greedy maximin in feature space (the corners, where kernel optima
-   often sit: largest tiles, a flag on or off), ``n_init`` in all;
+   valid (e.g. Triton's tutorial list), then the initial design (``init``,
+   ``tuner.search.design``; by default valid configs drawn alternately uniformly at random and
+   by greedy maximin in feature space: typical configs and the corners), ``n_init`` in all;
 2. **Model-guided**: a Gaussian process on log(roofline fraction) over every measured config
    (failed configs enter at the worst value seen; ``failed_in_model=False`` leaves them out)
    ranks the unmeasured valid configs by expected improvement times their estimated
    probability of running (the **feasibility model**, ``feasibility``: the kernel-weighted
    share of successes among the measured configs near each candidate, so the budget goes less
    where configs fail); every ``local_every``-th
-   proposal instead maximises it among the configs that differ from one of the ``local_top``
-   best measured configs in a single parameter (local refinement; once ``widen_after``
+   proposal instead maximises it among the configs that differ from one of ``local_top``
+   measured configs in a single parameter — by default (``diverse_tops="never"``) the three
+   best (``"always"``: the best config of each of the best basins, configs ``DIVERSE_PARAMS``
+   or more parameters apart; ``"stalled"``: the basins once ``widen_after`` measurements bring
+   no new best; measured candidates) — local refinement; once ``widen_after``
    measurements have brought no new best, also those that differ from the best config in two
    parameters, so a search stuck where no single change pays gets out), under a second GP fitted
    to the normal scores of the ranks (a Gaussian copula: near the optimum the differences
@@ -35,8 +38,8 @@ at 0. ``agreement()`` is reported either way. Warm-start configs from a space th
 The service never runs this search alone with a prior: ``tuner.search.hedged`` pairs it with a
 cold twin.
 
-The constants (``feasibility``, ``failed_in_model``, ``explore_after``) were chosen held out
-among the candidates of ``benchmarks/search_runs.py``; measured:
+The constants (``feasibility``, ``failed_in_model``, ``explore_after``, ``diverse_tops``) were
+chosen held out among the candidates of ``benchmarks/search_runs.py``; measured:
 ``benchmarks/search_efficiency.py`` (README, "Search quality").
 """
 
@@ -44,9 +47,7 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from collections.abc import Callable
-from collections.abc import Iterator
 from collections.abc import Sequence
 
 import numpy as np
@@ -54,7 +55,10 @@ import numpy as np
 from search_spaces import Config
 from search_spaces import Context
 from search_spaces import SearchSpace
-from search_spaces import canonical_json
+from tuner.search.candidates import config_key as _key
+from tuner.search.candidates import valid_candidates
+from tuner.search.design import InitialDesign
+from tuner.search.design import index_matrix
 from tuner.search.encoding import Encoder
 from tuner.search.gp import GaussianProcess
 from tuner.search.gp import expected_improvement
@@ -65,12 +69,6 @@ from tuner.search.proposer import Asked
 from tuner.search.proposer import Told
 from tuner.search.transfer import map_config
 
-MAX_CANDIDATES = 50_000
-#: A space too large to enumerate is sampled (up to MAX_CANDIDATES valid configs from 20 times
-#: as many random points); sampling stops early after SAMPLE_SECONDS once it holds
-#: ENOUGH_CANDIDATES valid configs.
-SAMPLE_SECONDS = 2.0
-ENOUGH_CANDIDATES = 500
 REFIT_EVERY = 8
 #: Candidates scored by the model per proposal: a uniform sample plus the NEIGHBOURS nearest
 #: to each of the TOP_K best measured configs.
@@ -79,48 +77,12 @@ TOP_K = 5
 NEIGHBOURS = 100
 #: Weight of the standard deviation in the stalled search's upper-confidence-bound steps.
 EXPLORE_KAPPA = 2.0
-#: A stalled search refines from configs this many parameters apart (distinct basins).
+#: Configs this many parameters apart are in distinct basins (``diverse_tops``, a stalled
+#: search's rotation).
 DIVERSE_PARAMS = 3
+DIVERSE_TOPS = ("never", "stalled", "always")
 #: Measured configs from which the prior's rank agreement is computed (before: full trust).
 TRUST_POINTS = 4
-
-
-def _key(config: Config) -> str:
-    return canonical_json(config)
-
-
-def valid_candidates(space: SearchSpace, ctx: Context, rng: np.random.Generator,
-                     limit: int = MAX_CANDIDATES) -> list[Config]:
-    """Every valid config when there are at most ``limit`` points, else a uniform sample of the
-    space filtered by the constraints (see ``SAMPLE_SECONDS``); valid seeds always included."""
-    if space.size() <= limit * 4:
-        configs = list(space.valid_configs(ctx))
-        if len(configs) <= limit:
-            return configs
-        picks = rng.choice(len(configs), limit, replace=False)
-        return [configs[i] for i in sorted(picks)]
-    found: dict[str, Config] = {_key(s): s for s in space.seed_configs()
-                                if space.is_valid(s, ctx)}
-    start = time.monotonic()
-    for tries, config in enumerate(_random_points(space, rng, limit * 20), start=1):
-        if space.is_valid(config, ctx):
-            found.setdefault(_key(config), config)
-            if len(found) >= limit:
-                break
-        if tries % 1000 == 0 and len(found) >= ENOUGH_CANDIDATES \
-                and time.monotonic() - start > SAMPLE_SECONDS:
-            break  # constraints are slow to check here: this sample is enough to search
-    return list(found.values())
-
-
-def _random_points(space: SearchSpace, rng: np.random.Generator, n: int) -> Iterator[Config]:
-    for _ in range(n):
-        config: Config = {}
-        for p in space.params:
-            if p.active(config):
-                values = p.values()
-                config[p.name] = values[int(rng.integers(len(values)))]
-        yield config
 
 
 class ModelSearch:
@@ -133,8 +95,11 @@ class ModelSearch:
                  warm_start: Sequence[Config] = (), local_top: int = 3,
                  widen_after: int = 10, feasibility: bool = True,
                  failed_in_model: bool = True, explore_after: int = 0,
-                 prior_trust: bool = False) -> None:
+                 prior_trust: bool = False, diverse_tops: str = "never") -> None:
+        if diverse_tops not in DIVERSE_TOPS:
+            raise ValueError(f"diverse_tops must be one of {', '.join(DIVERSE_TOPS)}")
         self.prior_trust = prior_trust
+        self.diverse_tops = diverse_tops
         self.local_top = local_top
         self.feasibility = feasibility
         self.failed_in_model = failed_in_model or not feasibility
@@ -146,6 +111,7 @@ class ModelSearch:
         self.rng = np.random.default_rng(seed)
         self.n_init = n_init
         self.init = init
+        self.design = InitialDesign(init, n_init, self.rng)
         self.fail_penalty = fail_penalty
         self.xi = xi
         self.local_every = local_every
@@ -266,16 +232,9 @@ class ModelSearch:
             if not taken:
                 return int(pool[int(np.argmax(scores))])
             pool = pool[scores >= np.quantile(scores, 0.9)]
-        # "alternate": every other point uniformly at random among the valid configs, the rest
-        # greedy maximin; "maximin": all maximin after a random first; "random": all random.
-        if self.init == "random" or not taken or (
-                self.init == "alternate" and len(taken) % 2 == 0):
-            return int(pool[int(self.rng.integers(len(pool)))])
-        dist = np.full(len(pool), np.inf)
-        for i in taken:
-            dist = np.minimum(dist, ((self._x[pool] - self._x[i]) ** 2).sum(1))
-        best = np.flatnonzero(dist == dist.max())
-        return int(pool[best[int(self.rng.integers(len(best)))]])
+        return self.design.pick(pool, taken, self._x,
+                                lambda: index_matrix(self.space, self._ensure()),
+                                spread_only=self.prior is not None)
 
     def _guided(self, free: list[int]) -> int:
         done = [i for i, y in self.observed.items() if y is not None]
@@ -293,6 +252,9 @@ class ModelSearch:
             order = [done[i] for i in np.argsort(-ys)]
             stuck = bool(self.explore_after) and stalled >= self.explore_after
             tops = order[:self.local_top]
+            if self.diverse_tops == "always" or (
+                    self.diverse_tops == "stalled" and stalled >= self.widen_after):
+                tops = self._diverse(order)[:self.local_top]  # one best config per basin
             if stuck:  # refine around one basin after another: the best config of each
                 basins = self._diverse(order)
                 self._rotation += 1

@@ -1,0 +1,60 @@
+"""The valid configs a search chooses among: every one when the space is small enough to
+enumerate, else a uniform sample of the space filtered by the constraints."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import numpy as np
+
+from search_spaces import Config
+from search_spaces import Context
+from search_spaces import SearchSpace
+from search_spaces import canonical_json
+
+MAX_CANDIDATES = 50_000
+#: A space too large to enumerate is sampled (up to MAX_CANDIDATES valid configs from 20 times
+#: as many random points); sampling stops early after SAMPLE_SECONDS once it holds
+#: ENOUGH_CANDIDATES valid configs.
+SAMPLE_SECONDS = 2.0
+ENOUGH_CANDIDATES = 500
+
+
+def config_key(config: Config) -> str:
+    """The canonical JSON text of a config (one key per config)."""
+    return canonical_json(config)
+
+
+def valid_candidates(space: SearchSpace, ctx: Context, rng: np.random.Generator,
+                     limit: int = MAX_CANDIDATES) -> list[Config]:
+    """Every valid config when there are at most ``limit`` points, else a uniform sample of the
+    space filtered by the constraints (see ``SAMPLE_SECONDS``); valid seeds always included."""
+    if space.size() <= limit * 4:
+        configs = list(space.valid_configs(ctx))
+        if len(configs) <= limit:
+            return configs
+        picks = rng.choice(len(configs), limit, replace=False)
+        return [configs[i] for i in sorted(picks)]
+    found: dict[str, Config] = {config_key(s): s for s in space.seed_configs()
+                                if space.is_valid(s, ctx)}
+    start = time.monotonic()
+    for tries, config in enumerate(_random_points(space, rng, limit * 20), start=1):
+        if space.is_valid(config, ctx):
+            found.setdefault(config_key(config), config)
+            if len(found) >= limit:
+                break
+        if tries % 1000 == 0 and len(found) >= ENOUGH_CANDIDATES \
+                and time.monotonic() - start > SAMPLE_SECONDS:
+            break  # constraints are slow to check here: this sample is enough to search
+    return list(found.values())
+
+
+def _random_points(space: SearchSpace, rng: np.random.Generator, n: int) -> Iterator[Config]:
+    for _ in range(n):
+        config: Config = {}
+        for p in space.params:
+            if p.active(config):
+                values = p.values()
+                config[p.name] = values[int(rng.integers(len(values)))]
+        yield config
