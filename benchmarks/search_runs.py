@@ -48,14 +48,20 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "feas+explore": {"feasibility": True, "failed_in_model": False, "explore_after": 20},
     "feas+explore40": {"feasibility": True, "failed_in_model": False, "explore_after": 40},
     "feas+fails": {"feasibility": True, "failed_in_model": True, "explore_after": 0},
+    "feas+fails+diverse": {"feasibility": True, "failed_in_model": True, "explore_after": 0,
+                           "diverse_tops": "stalled"},
+    "feas+fails+diverse-always": {"feasibility": True, "failed_in_model": True,
+                                  "explore_after": 0, "diverse_tops": "always"},
 }
+for _consts in VARIANTS.values():  # measured before diverse_tops existed: the three best
+    _consts.setdefault("diverse_tops", "never")
 
 
 def shipped_variant() -> str:
     """The candidate whose constants are ``ModelSearch``'s defaults (what ``auto`` runs)."""
     params = inspect.signature(ModelSearch.__init__).parameters
     shipped = {k: params[k].default for k in ("feasibility", "failed_in_model",
-                                              "explore_after")}
+                                              "explore_after", "diverse_tops")}
     return next(name for name, consts in VARIANTS.items() if consts == shipped)
 
 

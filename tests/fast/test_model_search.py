@@ -6,6 +6,7 @@ model."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from search_spaces import Context
 from search_spaces.recorded import load_recording
@@ -33,7 +34,8 @@ def test_every_second_guided_proposal_moves_a_best_config_widening_when_stuck():
     one too once ``widen_after`` measurements have brought no new best."""
     rec = load_recording(replay_file("dedispersion_A4000.json.gz"))
     space = recorded_space(rec)
-    search = ModelSearch(space, Context(rec.problem(), "fp32"), seed=3, explore_after=0)
+    search = ModelSearch(space, Context(rec.problem(), "fp32"), seed=3, explore_after=0,
+                         diverse_tops="never")
     measured: list[tuple[float, dict]] = []
     kinds = {"one": 0, "two": 0}
     for n in range(80):
@@ -54,6 +56,48 @@ def test_every_second_guided_proposal_moves_a_best_config_widening_when_stuck():
         measured.append((fraction, asked.config))
         search.tell(asked.number, fraction)
     assert sum(kinds.values()) == 36 and kinds["one"] > 0 and kinds["two"] > 0, kinds
+
+
+def _basin_bests(measured: list[tuple[float, dict]], n: int) -> list[dict]:
+    """The best config, then best first each one >= 3 parameters from all picked so far."""
+    picked: list[dict] = []
+    for _, config in sorted(measured, key=lambda m: -m[0]):
+        if all(sum(config[k] != p[k] for k in p) >= 3 for p in picked):
+            picked.append(config)
+    return picked[:n]
+
+
+def test_by_default_local_steps_move_the_best_config_of_each_basin():
+    """``diverse_tops="always"``: a local step changes one parameter of the best config of one
+    of the three best basins (two of the best one's once stalled), and on this space some local
+    steps start from a basin other than the best one's."""
+    rec = load_recording(replay_file("convolution_A6000.json.gz"))
+    search = ModelSearch(recorded_space(rec), Context(rec.problem(), "fp32"), seed=1)
+    assert search.diverse_tops == "always"
+    measured: list[tuple[float, dict]] = []
+    elsewhere = 0
+    for n in range(60):
+        asked = search.ask()
+        assert asked is not None
+        guided = n - search.n_init + 1
+        if guided > 0 and guided % search.local_every == 0 and len(measured) >= 2:
+            tops = _basin_bests(measured, search.local_top)
+            changed = [sum(asked.config[k] != top[k] for k in top) for top in tops]
+            assert 1 in changed or changed[0] == 2, changed
+            elsewhere += changed[0] > 2
+        entry = rec.entries[rec.key_of(asked.config)]
+        t = entry["time"]
+        fraction = rec.best_time_ms() / t if isinstance(t, int | float) and t > 0 else None
+        measured.append((fraction or 0.0, asked.config))
+        search.tell(asked.number, fraction)
+    assert elsewhere > 0
+
+
+def test_an_unknown_choice_of_local_tops_is_refused():
+    rec = load_recording(replay_file("pnpoly_RTX_3090.json.gz"))
+    with pytest.raises(ValueError, match="diverse_tops must be one of"):
+        ModelSearch(recorded_space(rec), Context(rec.problem(), "fp32"), seed=0,
+                    diverse_tops="sometimes")
 
 
 def test_moves_change_exactly_the_asked_number_of_parameters():

@@ -16,10 +16,11 @@ budget in two phases:
    share of successes among the measured configs near each candidate, so the budget goes less
    where configs fail); every ``local_every``-th
    proposal instead maximises it among the configs that differ from one of ``local_top``
-   measured configs in a single parameter — by default (``diverse_tops="never"``) the three
-   best (``"always"``: the best config of each of the best basins, configs ``DIVERSE_PARAMS``
-   or more parameters apart; ``"stalled"``: the basins once ``widen_after`` measurements bring
-   no new best; measured candidates) — local refinement; once ``widen_after``
+   measured configs in a single parameter — by default (``diverse_tops="always"``) the best
+   config of each of the best basins (configs ``DIVERSE_PARAMS`` or more parameters apart), so
+   a second basin as good as the first is refined too instead of the three near-copies at the
+   top of one (``"never"``: the three best; ``"stalled"``: the basins once ``widen_after``
+   measurements bring no new best) — local refinement; once ``widen_after``
    measurements have brought no new best, also those that differ from the best config in two
    parameters, so a search stuck where no single change pays gets out), under a second GP fitted
    to the normal scores of the ranks (a Gaussian copula: near the optimum the differences
@@ -95,7 +96,7 @@ class ModelSearch:
                  warm_start: Sequence[Config] = (), local_top: int = 3,
                  widen_after: int = 10, feasibility: bool = True,
                  failed_in_model: bool = True, explore_after: int = 0,
-                 prior_trust: bool = False, diverse_tops: str = "never") -> None:
+                 prior_trust: bool = False, diverse_tops: str = "always") -> None:
         if diverse_tops not in DIVERSE_TOPS:
             raise ValueError(f"diverse_tops must be one of {', '.join(DIVERSE_TOPS)}")
         self.prior_trust = prior_trust
