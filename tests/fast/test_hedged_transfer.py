@@ -112,6 +112,18 @@ def test_a_misleading_prior_loses_the_lead_and_a_right_one_keeps_it():
     assert right.agreement() > 0.5
 
 
+def test_only_a_sharing_hedge_tells_the_cold_twin_the_warm_ones_results():
+    rec = load_recording(replay_file("pnpoly_RTX_3090.json.gz"))
+    space, ctx = recorded_space(rec), Context(rec.problem(), "fp32")
+    for share in (False, True):
+        search = HedgedSearch(space, ctx, 1, _exact_prior(rec), [], share=share)
+        _run(search, rec, 12)
+        cold_known = {canonical_json(search.cold._candidates[i]) for i in search.cold.observed}
+        warm_known = {canonical_json(search.warm._candidates[i]) for i in search.warm.observed}
+        assert len(warm_known) == 12  # the warm twin learns from every measurement either way
+        assert (len(cold_known) == 12) is share, (share, len(cold_known))
+
+
 def test_a_hedged_search_resumes_from_its_history():
     rec = load_recording(replay_file("pnpoly_RTX_3090.json.gz"))
     space, ctx = recorded_space(rec), Context(rec.problem(), "fp32")

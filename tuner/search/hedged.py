@@ -12,6 +12,10 @@ cold start gets ever fewer measurements; one that finds the optimum loses nothin
 cold search's share). A config one of them proposes that the other already measured is told
 its result at once and never measured twice.
 
+``share=True`` (a candidate of ``benchmarks/search_transfer.py``, not the default) tells the
+cold search the warm one's results too: fewer pairs where transfer hurts, but a misleading
+prior's region then captures the cold search as well (a worse worst pair).
+
 ``trust()`` is the share of the proposals the warm search made; ``agreement()`` the rank
 agreement between the prior and what was measured (``ModelSearch.agreement``) — what
 ``tuner status`` shows.
@@ -33,8 +37,9 @@ from tuner.search.proposer import Told
 
 #: Proposals each search makes, alternately, before the better one leads.
 PROBE = 2
-#: Share of the proposals the leading search makes.
-LEAD_SHARE = 0.6
+#: Share of the proposals the leading search makes (chosen held out among 0.6 and 0.75 in
+#: ``benchmarks/search_transfer.py``).
+LEAD_SHARE = 0.75
 #: Known configs one search may propose in a row before the wrapper gives up on it this ask.
 MAX_KNOWN_IN_A_ROW = 50
 
@@ -44,8 +49,9 @@ class HedgedSearch:
 
     def __init__(self, space: SearchSpace, ctx: Context, seed: int | None,
                  prior: Callable[[Config], float] | None, warm_start: Sequence[Config],
-                 lead_share: float = LEAD_SHARE, probe: int = PROBE, **options: Any) -> None:
-        self.lead_share, self.probe = lead_share, probe
+                 lead_share: float = LEAD_SHARE, probe: int = PROBE, share: bool = False,
+                 **options: Any) -> None:
+        self.lead_share, self.probe, self.share = lead_share, probe, share
         self.warm = ModelSearch(space, ctx, seed, prior=prior, warm_start=warm_start,
                                 **options)
         cold_seed = None if seed is None else seed + 7919
@@ -111,6 +117,8 @@ class HedgedSearch:
         self._record(arm, config, fraction)
         if arm == "cold":  # the warm search learns from every measurement
             self.warm.observe(config, fraction)
+        elif self.share:
+            self.cold.observe(config, fraction)
 
     def _record(self, arm: str, config: Config, fraction: float | None) -> None:
         self._results[canonical_json(config)] = fraction
