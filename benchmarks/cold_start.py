@@ -5,7 +5,8 @@ The shipped recording (``gemm_RTX_2080_Ti``) is the held-out one: a candidate de
 worth shipping if it leads on the *other* recordings (``--extra``: public Kernel Tuner caches of
 the same CLBlast GEMM on other GPUs) and then holds on the shipped one. Candidates
 (``ModelSearch`` keyword arguments): the shipped design (7 starts, random and maximin
-alternately), all random, all maximin, 5 and 10 starts. ``--seeds`` seeds each; mean ± se.
+alternately), all random, all maximin, 5 and 10 starts, and a Latin hypercube over each
+parameter's value indices (``lhs``, ``tuner.search.design``). ``--seeds`` seeds each; mean ± se.
 
     python benchmarks/cold_start.py --extra hub/gemm_RTX_3090.json.gz hub/gemm_RTX_Titan.json.gz
 """
@@ -37,6 +38,7 @@ SHIPPED = ROOT / "benchmarks" / "data" / "replay" / "gemm_RTX_2080_Ti.json.gz"
 DESIGNS: dict[str, dict[str, Any]] = {
     "default": {}, "random": {"init": "random"}, "maximin": {"init": "maximin"},
     "5 starts": {"n_init": 5}, "10 starts": {"n_init": 10},
+    "lhs": {"init": "lhs"},
 }
 PEERS = ("kt:pso", "kt:diff_evo", "kt:dual_annealing")
 
