@@ -21,11 +21,6 @@ SAMPLE_SECONDS = 2.0
 ENOUGH_CANDIDATES = 500
 
 
-def config_key(config: Config) -> str:
-    """The canonical JSON text of a config (one key per config)."""
-    return canonical_json(config)
-
-
 def valid_candidates(space: SearchSpace, ctx: Context, rng: np.random.Generator,
                      limit: int = MAX_CANDIDATES) -> list[Config]:
     """Every valid config when there are at most ``limit`` points, else a uniform sample of the
@@ -36,12 +31,12 @@ def valid_candidates(space: SearchSpace, ctx: Context, rng: np.random.Generator,
             return configs
         picks = rng.choice(len(configs), limit, replace=False)
         return [configs[i] for i in sorted(picks)]
-    found: dict[str, Config] = {config_key(s): s for s in space.seed_configs()
+    found: dict[str, Config] = {canonical_json(s): s for s in space.seed_configs()
                                 if space.is_valid(s, ctx)}
     start = time.monotonic()
     for tries, config in enumerate(_random_points(space, rng, limit * 20), start=1):
         if space.is_valid(config, ctx):
-            found.setdefault(config_key(config), config)
+            found.setdefault(canonical_json(config), config)
             if len(found) >= limit:
                 break
         if tries % 1000 == 0 and len(found) >= ENOUGH_CANDIDATES \

@@ -56,7 +56,7 @@ import numpy as np
 from search_spaces import Config
 from search_spaces import Context
 from search_spaces import SearchSpace
-from tuner.search.candidates import config_key as _key
+from search_spaces import canonical_json as _key
 from tuner.search.candidates import valid_candidates
 from tuner.search.design import InitialDesign
 from tuner.search.design import index_matrix
@@ -81,6 +81,8 @@ EXPLORE_KAPPA = 2.0
 #: Configs this many parameters apart are in distinct basins (``diverse_tops``, a stalled
 #: search's rotation).
 DIVERSE_PARAMS = 3
+#: Where local steps start (``diverse_tops``): the three best configs, the best of each of the
+#: three best basins once stalled, or always.
 DIVERSE_TOPS = ("never", "stalled", "always")
 #: Measured configs from which the prior's rank agreement is computed (before: full trust).
 TRUST_POINTS = 4
