@@ -52,16 +52,32 @@ VARIANTS: dict[str, dict[str, Any]] = {
                            "diverse_tops": "stalled"},
     "feas+fails+diverse-always": {"feasibility": True, "failed_in_model": True,
                                   "explore_after": 0, "diverse_tops": "always"},
+    "feas+fails+diverse-mixed": {"feasibility": True, "failed_in_model": True,
+                                 "explore_after": 0, "diverse_tops": "mixed"},
+    "feas+fails+diverse-always+pow2": {"feasibility": True, "failed_in_model": True,
+                                       "explore_after": 0, "diverse_tops": "always",
+                                       "pow2_features": "everywhere"},
+    "feas+fails+diverse-always+pow2model": {"feasibility": True, "failed_in_model": True,
+                                            "explore_after": 0, "diverse_tops": "always",
+                                            "pow2_features": "model"},
+    "feas+fails+diverse-mixed+pow2model": {"feasibility": True, "failed_in_model": True,
+                                           "explore_after": 0, "diverse_tops": "mixed",
+                                           "pow2_features": "model"},
+    "feas+fails+diverse-mixed+pow2auto": {"feasibility": True, "failed_in_model": True,
+                                          "explore_after": 0, "diverse_tops": "mixed",
+                                          "pow2_features": "auto"},
 }
 for _consts in VARIANTS.values():  # measured before diverse_tops existed: the three best
     _consts.setdefault("diverse_tops", "never")
+    _consts.setdefault("pow2_features", "off")  # measured before the power-of-two feature
 
 
 def shipped_variant() -> str:
     """The candidate whose constants are ``ModelSearch``'s defaults (what ``auto`` runs)."""
     params = inspect.signature(ModelSearch.__init__).parameters
     shipped = {k: params[k].default for k in ("feasibility", "failed_in_model",
-                                              "explore_after", "diverse_tops")}
+                                              "explore_after", "diverse_tops",
+                                              "pow2_features")}
     return next(name for name, consts in VARIANTS.items() if consts == shipped)
 
 

@@ -67,13 +67,15 @@ def _basin_bests(measured: list[tuple[float, dict]], n: int) -> list[dict]:
     return picked[:n]
 
 
-def test_by_default_local_steps_move_the_best_config_of_each_basin():
+@pytest.mark.parametrize("tops_rule", ["always", "mixed"])
+def test_local_steps_move_the_best_config_of_another_basin_too(tops_rule):
     """``diverse_tops="always"``: a local step changes one parameter of the best config of one
-    of the three best basins (two of the best one's once stalled), and on this space some local
-    steps start from a basin other than the best one's."""
+    of the three best basins; ``"mixed"``: of one of the two best configs or of the best config
+    of the best other basin (two parameters of the best one's once stalled, either way); on this
+    space some local steps start from a basin other than the best one's."""
     rec = load_recording(replay_file("convolution_A6000.json.gz"))
-    search = ModelSearch(recorded_space(rec), Context(rec.problem(), "fp32"), seed=1)
-    assert search.diverse_tops == "always"
+    search = ModelSearch(recorded_space(rec), Context(rec.problem(), "fp32"), seed=1,
+                         diverse_tops=tops_rule)
     measured: list[tuple[float, dict]] = []
     elsewhere = 0
     for n in range(60):
@@ -82,6 +84,9 @@ def test_by_default_local_steps_move_the_best_config_of_each_basin():
         guided = n - search.n_init + 1
         if guided > 0 and guided % search.local_every == 0 and len(measured) >= 2:
             tops = _basin_bests(measured, search.local_top)
+            if tops_rule == "mixed":
+                ranked = [c for _, c in sorted(measured, key=lambda m: -m[0])]
+                tops = ranked[:search.local_top - 1] + tops[1:2]
             changed = [sum(asked.config[k] != top[k] for k in top) for top in tops]
             assert 1 in changed or changed[0] == 2, changed
             elsewhere += changed[0] > 2
@@ -98,6 +103,9 @@ def test_an_unknown_choice_of_local_tops_is_refused():
     with pytest.raises(ValueError, match="diverse_tops must be one of"):
         ModelSearch(recorded_space(rec), Context(rec.problem(), "fp32"), seed=0,
                     diverse_tops="sometimes")
+    with pytest.raises(ValueError, match="pow2_features must be one of"):
+        ModelSearch(recorded_space(rec), Context(rec.problem(), "fp32"), seed=0,
+                    pow2_features="yes")
 
 
 def test_moves_change_exactly_the_asked_number_of_parameters():

@@ -72,6 +72,7 @@ def test_held_out_choice_never_sees_the_left_out_file():
 def test_the_shipped_default_is_one_of_the_candidates():
     params = inspect.signature(ModelSearch.__init__).parameters
     shipped = {k: params[k].default for k in ("feasibility", "failed_in_model",
-                                              "explore_after", "diverse_tops")}
+                                              "explore_after", "diverse_tops",
+                                              "pow2_features")}
     assert shipped in VARIANTS.values()
     assert all(set(consts) == set(shipped) for consts in VARIANTS.values())  # all constants

@@ -3,6 +3,13 @@
 Hyperparameters are chosen by maximising the log marginal likelihood over a coarse grid
 (a shared length scale, then one refinement pass per feature) — no gradient optimiser needed
 for the few hundred points a tuning run has. Targets are standardised internally.
+
+**Optional** features (``optional``: column indices) are switched on (at the shared length
+scale) or off (a length scale so long they play no part), together: the grid is searched both
+ways and "on" must lower the negative log marginal likelihood by more than the
+Bayesian-information-criterion price of their hyperparameters, ``0.5 ln n`` each. A feature
+that matters on some problems only (a block size being a power of two) then costs little where
+it does not matter.
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ SQRT5 = math.sqrt(5.0)
 LENGTH_GRID = (0.05, 0.1, 0.2, 0.35, 0.6, 1.0, 2.0)
 NOISE_GRID = (1e-4, 1e-2, 1e-1)
 RELEVANCE_GRID = (0.25, 1.0, 4.0)  # per-feature multipliers of the shared length scale
+#: Length scale of a switched-off optional feature (features lie in [0, 1]).
+OFF_LENGTH = 1e6
 
 
 def matern52(a: np.ndarray, b: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -39,7 +48,8 @@ def normal_cdf(z: np.ndarray) -> np.ndarray:
 
 
 class GaussianProcess:
-    def __init__(self) -> None:
+    def __init__(self, optional: tuple[int, ...] = ()) -> None:
+        self.optional = optional
         self.lengths: np.ndarray | None = None
         self.noise = 1e-2
         self.tuned_at: int | None = None  # points the hyperparameters were last chosen on
@@ -56,15 +66,22 @@ class GaussianProcess:
     def fit_hyperparameters(self, x: np.ndarray, y: np.ndarray) -> None:
         ys = self._standardise(y)
         width = x.shape[1]
+        optional = [j for j in self.optional if j < width]
+        price = 0.5 * math.log(len(x)) * len(optional)  # BIC: the optional features' scales
         best = (math.inf, np.ones(width), 1e-2)
-        for length in LENGTH_GRID:
-            for noise in NOISE_GRID:
-                lengths = np.full(width, length)
-                nll = self._nll(x, ys, lengths, noise)
-                if nll < best[0]:
-                    best = (nll, lengths, noise)
+        for switched_on in ((False, True) if optional else (False,)):
+            for length in LENGTH_GRID:
+                for noise in NOISE_GRID:
+                    lengths = np.full(width, length)
+                    if not switched_on:
+                        lengths[optional] = OFF_LENGTH
+                    nll = self._nll(x, ys, lengths, noise) + (price if switched_on else 0.0)
+                    if nll < best[0]:
+                        best = (nll, lengths, noise)
         nll, lengths, noise = best
         for j in range(width):  # one relevance pass: stretch or shrink each feature's scale
+            if lengths[j] == OFF_LENGTH:
+                continue  # an optional feature the data do not pay for stays off
             for factor in RELEVANCE_GRID:
                 if factor == 1.0:
                     continue  # the current scale: its likelihood is ``nll`` already

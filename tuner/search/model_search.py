@@ -16,11 +16,12 @@ budget in two phases:
    share of successes among the measured configs near each candidate, so the budget goes less
    where configs fail); every ``local_every``-th
    proposal instead maximises it among the configs that differ from one of ``local_top``
-   measured configs in a single parameter — by default (``diverse_tops="always"``) the best
-   config of each of the best basins (configs ``DIVERSE_PARAMS`` or more parameters apart), so
-   a second basin as good as the first is refined too instead of the three near-copies at the
-   top of one (``"never"``: the three best; ``"stalled"``: the basins once ``widen_after``
-   measurements bring no new best) — local refinement; once ``widen_after``
+   measured configs in a single parameter — by default (``diverse_tops="mixed"``) the two best
+   and the best config of the best other basin (configs ``DIVERSE_PARAMS`` or more parameters
+   apart), so a second basin as good as the first is refined too, not only near-copies at the
+   top of one (``"never"``: the three best; ``"always"``: the best config of each of the three
+   best basins; ``"stalled"``: those once ``widen_after`` measurements bring no new best) —
+   local refinement; once ``widen_after``
    measurements have brought no new best, also those that differ from the best config in two
    parameters, so a search stuck where no single change pays gets out), under a second GP fitted
    to the normal scores of the ranks (a Gaussian copula: near the optimum the differences
@@ -29,6 +30,13 @@ budget in two phases:
    instead of piling onto one point. ``explore_after`` (0: off, the default) is a measured
    candidate that was not chosen: once that many measurements bring no new best, local steps
    refine around one basin after another and global steps maximise an upper confidence bound.
+
+Both GPs see, besides each parameter's value, whether an integer size is a power of two where
+the space mixes both (``pow2_features="auto"``, ``tuner.search.encoding``): a flag switched on
+only where the measured data's likelihood pays for it (``tuner.search.gp``), so a GPU where
+every block size but the powers of two is ten times slower is learnt in a few measurements,
+and a space where it does not matter is modelled as without it. The initial design and the
+scored pool spread over the plain features.
 
 A **prior** (a predicted log fraction per config: the kernel's model, or another GPU's results,
 ``tuner.search.transfer``) is believed whole; ``prior_trust=True`` (a candidate of
@@ -39,7 +47,8 @@ at 0. ``agreement()`` is reported either way. Warm-start configs from a space th
 The service never runs this search alone with a prior: ``tuner.search.hedged`` pairs it with a
 cold twin.
 
-The constants (``feasibility``, ``failed_in_model``, ``explore_after``, ``diverse_tops``) were
+The constants (``feasibility``, ``failed_in_model``, ``explore_after``, ``diverse_tops``,
+``pow2_features``) were
 chosen held out among the candidates of ``benchmarks/search_runs.py``; measured:
 ``benchmarks/search_efficiency.py`` (README, "Search quality").
 """
@@ -82,8 +91,13 @@ EXPLORE_KAPPA = 2.0
 #: search's rotation).
 DIVERSE_PARAMS = 3
 #: Where local steps start (``diverse_tops``): the three best configs, the best of each of the
-#: three best basins once stalled, or always.
-DIVERSE_TOPS = ("never", "stalled", "always")
+#: three best basins once stalled, or always, or (``"mixed"``) the two best configs and the best
+#: config of the best other basin.
+DIVERSE_TOPS = ("never", "stalled", "always", "mixed")
+#: Power-of-two features (``tuner.search.encoding``): none, in the models only (the initial
+#: design and the pool spread over the plain features), or everywhere; ``"auto"``: in the
+#: models, each switched on only where the data's likelihood pays for it (``tuner.search.gp``).
+POW2_FEATURES = ("off", "model", "everywhere", "auto")
 #: Measured configs from which the prior's rank agreement is computed (before: full trust).
 TRUST_POINTS = 4
 
@@ -98,9 +112,13 @@ class ModelSearch:
                  warm_start: Sequence[Config] = (), local_top: int = 3,
                  widen_after: int = 10, feasibility: bool = True,
                  failed_in_model: bool = True, explore_after: int = 0,
-                 prior_trust: bool = False, diverse_tops: str = "always") -> None:
+                 prior_trust: bool = False, diverse_tops: str = "mixed",
+                 pow2_features: str = "auto") -> None:
         if diverse_tops not in DIVERSE_TOPS:
             raise ValueError(f"diverse_tops must be one of {', '.join(DIVERSE_TOPS)}")
+        if pow2_features not in POW2_FEATURES:
+            raise ValueError(f"pow2_features must be one of {', '.join(POW2_FEATURES)}")
+        self.pow2_features = pow2_features
         self.prior_trust = prior_trust
         self.diverse_tops = diverse_tops
         self.local_top = local_top
@@ -122,17 +140,19 @@ class ModelSearch:
         self._prior = np.zeros(0)
         self._steps = 0
         self._rotation = 0
-        self.encoder = Encoder(space)
+        self.encoder = Encoder(space, pow2=pow2_features != "off")
         self._candidates: list[Config] | None = None
         self._shared_from: ModelSearch | None = None  # adopt_candidates
-        self._x = np.zeros((0, 0))
+        self._x = np.zeros((0, 0))  # the models' features
+        self._plain_x = self._x  # the initial design's and the pool's (no power-of-two flags)
         self._index: dict[str, int] = {}
         self.observed: dict[int, float | None] = {}  # candidate -> log fraction, None = failed
         self.pending: set[int] = set()
         self._numbers: dict[int, int] = {}  # trial number -> candidate
         self._next_number = 0
-        self._gp = GaussianProcess()  # on log fraction: the global steps
-        self._rank_gp = GaussianProcess()  # on normal scores of the ranks: the local steps
+        optional = self.encoder.pow2_columns if pow2_features == "auto" else ()
+        self._gp = GaussianProcess(optional)  # on log fraction: the global steps
+        self._rank_gp = GaussianProcess(optional)  # on normal scores of ranks: the local steps
 
     # -- candidates -----------------------------------------------------------------------------
     def _ensure(self) -> list[Config]:
@@ -140,10 +160,13 @@ class ModelSearch:
             if self._shared_from is not None:  # another search's valid configs (one problem)
                 self._candidates = self._shared_from._ensure()
                 self._index, self._x = self._shared_from._index, self._shared_from._x
+                self._plain_x = self._shared_from._plain_x
             else:
                 self._candidates = valid_candidates(self.space, self.ctx, self.rng)
                 self._index = {_key(c): i for i, c in enumerate(self._candidates)}
                 self._x = self.encoder.encode_all(self._candidates)
+                self._plain_x = (Encoder(self.space).encode_all(self._candidates)
+                                 if self.pow2_features in ("model", "auto") else self._x)
             if self.prior is not None:
                 values = np.array([self.prior(c) for c in self._candidates], dtype=float)
                 finite = np.isfinite(values)
@@ -235,7 +258,7 @@ class ModelSearch:
             if not taken:
                 return int(pool[int(np.argmax(scores))])
             pool = pool[scores >= np.quantile(scores, 0.9)]
-        return self.design.pick(pool, taken, self._x,
+        return self.design.pick(pool, taken, self._plain_x,
                                 lambda: index_matrix(self.space, self._ensure()),
                                 spread_only=self.prior is not None)
 
@@ -258,6 +281,8 @@ class ModelSearch:
             if self.diverse_tops == "always" or (
                     self.diverse_tops == "stalled" and stalled >= self.widen_after):
                 tops = self._diverse(order)[:self.local_top]  # one best config per basin
+            elif self.diverse_tops == "mixed":  # the two best, and the best of another basin
+                tops = order[:self.local_top - 1] + self._diverse(order)[1:2]
             if stuck:  # refine around one basin after another: the best config of each
                 basins = self._diverse(order)
                 self._rotation += 1
@@ -359,10 +384,10 @@ class ModelSearch:
         if len(everything) <= MAX_SCORED:
             return everything
         sample = self.rng.choice(everything, MAX_SCORED - TOP_K * NEIGHBOURS, replace=False)
-        free_x = self._x[everything]  # one copy for every best config
+        free_x = self._plain_x[everything]  # one copy for every best config
         near = []
         for i in best:
-            dist = ((free_x - self._x[i]) ** 2).sum(1)
+            dist = ((free_x - self._plain_x[i]) ** 2).sum(1)
             near.append(everything[np.argsort(dist)[:NEIGHBOURS]])
         return np.unique(np.concatenate([sample, *near]))
 

@@ -1,0 +1,50 @@
+"""Optional features of the search's Gaussian process (``tuner.search.gp``): switched on only
+where the data's likelihood pays for them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tuner.search.gp import OFF_LENGTH
+from tuner.search.gp import GaussianProcess
+
+
+def _points(seed: int, n: int = 40) -> tuple[np.ndarray, np.ndarray]:
+    """A smooth feature in [0, 1] and a 0/1 flag (column 1), drawn at random."""
+    rng = np.random.default_rng(seed)
+    return np.column_stack([rng.random(n), rng.integers(0, 2, n).astype(float)]), rng.random(n)
+
+
+def test_a_flag_that_splits_the_values_is_switched_on():
+    """Values ten times lower where the flag is 0 (a cliff at every other block size): the flag
+    gets a finite length scale and the model tells the two sides apart."""
+    x, noise = _points(0)
+    y = np.where(x[:, 1] == 1.0, 0.0, -2.3) + 0.3 * x[:, 0] + 0.01 * noise
+    gp = GaussianProcess(optional=(1,))
+    gp.fit(x, y)
+    assert gp.lengths is not None and gp.lengths[1] < OFF_LENGTH
+    mean, _ = gp.predict(np.array([[0.5, 1.0], [0.5, 0.0]]))
+    assert mean[0] - mean[1] > 1.5
+
+
+def test_a_flag_the_values_ignore_stays_off_and_changes_nothing():
+    """Values that depend on the smooth feature only: the flag stays off, and predictions are
+    those of a model without it."""
+    x, noise = _points(1)
+    y = np.sin(4 * x[:, 0]) + 0.01 * noise
+    with_flag, without = GaussianProcess(optional=(1,)), GaussianProcess()
+    with_flag.fit(x, y)
+    without.fit(x[:, :1], y)
+    assert with_flag.lengths is not None and with_flag.lengths[1] == OFF_LENGTH
+    grid = np.linspace(0, 1, 7)
+    a, _ = with_flag.predict(np.column_stack([grid, np.ones(7)]))
+    b, _ = without.predict(grid[:, None])
+    assert np.allclose(a, b, atol=1e-3)
+
+
+def test_without_optional_features_the_fit_is_the_plain_grid_search():
+    x, noise = _points(2)
+    y = x[:, 0] + noise
+    gp = GaussianProcess()
+    gp.fit(x, y)
+    assert gp.lengths is not None and (gp.lengths < OFF_LENGTH).all()
