@@ -145,13 +145,20 @@ def load_recording(path: str | Path) -> Recording:
     grid = {k: tuple(data["tune_params"][k]) for k in keys}
     size = data.get("problem_size", [])
     rec = Recording(
-        path=p, digest=digest, device_name=str(data.get("device_name", "unknown")),
+        path=p, digest=digest, device_name=_device_name(data, p),
         kernel_name=str(data.get("kernel_name", p.name)),
         problem_size=tuple(int(x) for x in (size if isinstance(size, list) else [size])),
         keys=keys, grid=grid, entries=dict(data["cache"]),
     )
     _CACHE[digest] = rec
     return rec
+
+
+def _device_name(data: dict[str, Any], path: Path) -> str:
+    """The recorded GPU's name; a cache that leaves it blank (some public ones do) is named
+    after its file, so two unnamed recordings are never taken for one device kind."""
+    name = str(data.get("device_name") or "").strip()
+    return name or f"unnamed GPU of {path.name}"
 
 
 def registered_recording(digest: str) -> Recording:

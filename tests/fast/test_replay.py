@@ -79,3 +79,21 @@ def test_replay_backend_keeps_recorded_statuses_and_times():
     best = backend.run(_request(backend.name, dict(zip(rec.keys, [
         rec.entries[best_key][k] for k in rec.keys], strict=True))))
     assert score(best).fraction == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("blank", ['""', '"  "', None])
+def test_a_recording_without_a_device_name_is_named_after_its_file(tmp_path, blank):
+    """Some public caches leave ``device_name`` blank: two such recordings must not share one
+    device kind (each job's transfer would take the other GPU's results for its own)."""
+    text = gzip.decompress(replay_file("pnpoly_RTX_3090.json.gz").read_bytes()).decode()
+    named = load_recording(replay_file("pnpoly_RTX_3090.json.gz")).device_name
+    assert named and f'"device_name": "{named}"' in text
+    replaced = (f'"device_name": {blank}' if blank else "")
+    path = tmp_path / "anon_A.json"
+    body = text.replace(f'"device_name": "{named}",', replaced + ("," if blank else ""))
+    path.write_text(body)
+    other = tmp_path / "anon_B.json"
+    other.write_text(body + "\n")  # another file (recordings are cached by content)
+    a, b = load_recording(path), load_recording(other)
+    assert a.device_name == "unnamed GPU of anon_A.json"
+    assert b.device_name == "unnamed GPU of anon_B.json"
