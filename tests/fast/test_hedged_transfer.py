@@ -168,3 +168,37 @@ def test_the_transfer_benchmark_regrids_sources_and_scores_the_worst_pair():
     steady, one_bad = [row([0.1, 0.1, 0.1])], [row([0.3, 0.3, -0.2])]
     assert score(steady, "v") == pytest.approx(0.1)
     assert score(one_bad, "v") < score(steady, "v")  # the worst shortfall counts twice over
+
+
+def test_the_transfer_benchmark_counts_cells_below_cold_at_one_and_two_se():
+    """``flagged`` counts the (pair, B) cells of a search below cold by more than k se of the
+    difference: the cold search run again on other seeds is counted the same way."""
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.search_transfer import AGAIN
+    from benchmarks.search_transfer import flagged
+
+    def cells(*means):
+        return {b: {"mean": m, "se": 0.03} for b, m in zip(("10", "20", "50"), means,
+                                                           strict=True)}
+    # se of a difference: hypot(0.03, 0.03) = 0.042; 0.05 below is past 1 se, not past 2.
+    rows = [{"cold": cells(0.8, 0.9, 0.95), "held_out": cells(0.75, 0.9, 0.85),
+             AGAIN: cells(0.8, 0.85, 0.95)}]
+    assert flagged(rows, "held_out") == 2 and flagged(rows, "held_out", 2) == 1
+    assert flagged(rows, AGAIN) == 1 and flagged(rows, AGAIN, 2) == 0
+    assert flagged([{"cold": cells(0.8, 0.9, 0.95)}], AGAIN) == 0  # not run: nothing counted
+
+
+def test_the_transfer_benchmark_chooses_on_a_single_family_without_failing():
+    """``--families convolution`` leaves no other family to choose on: the pick is then made on
+    the family's own pairs instead of failing after the runs."""
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.search_transfer import choose
+
+    def row(family, gains):
+        return {"family": family, "cold": {b: {"mean": 0.5} for b in ("10", "20", "50")},
+                "warm": {v: {b: {"mean": 0.5 + g} for b in ("10", "20", "50")}
+                         for v, g in gains.items()}}
+    rows = [row("convolution", {"hedged": 0.1, "hedged60": 0.0})]
+    assert choose(rows, ["hedged", "hedged60"]) == {"convolution": "hedged"}
+    rows.append(row("gemm", {"hedged": -0.1, "hedged60": 0.05}))
+    assert choose(rows, ["hedged", "hedged60"]) == {"convolution": "hedged60", "gemm": "hedged"}
