@@ -22,6 +22,7 @@ import gzip
 import hashlib
 import io
 import math
+import os
 import random
 import tempfile
 import warnings
@@ -80,8 +81,8 @@ def _plain_json(path: str) -> str:
         return path
     digest = hashlib.sha1(Path(path).read_bytes()).hexdigest()[:16]
     plain = Path(tempfile.gettempdir()) / f"tuner-replay-{digest}.json"
-    if not plain.exists():
-        tmp = plain.with_suffix(".part")
+    if not plain.exists():  # worker processes may race here: each writes its own part file
+        tmp = plain.with_suffix(f".{os.getpid()}.part")
         tmp.write_bytes(gzip.decompress(Path(path).read_bytes()))
         tmp.replace(plain)
     return str(plain)
