@@ -56,16 +56,16 @@ BUDGETS = (10, 20, 50)
 VARIANTS: dict[str, dict[str, Any]] = {
     "blind": {"prior_trust": False},  # believed whole, no cold twin: the service before
     "trust": {"prior_trust": True},  # the prior weighted by its rank agreement
-    "hedged": {"hedged": True, "lead_share": 0.75},  # the shipped default
-    "hedged60": {"hedged": True, "lead_share": 0.6},
-    "hedged60+share": {"hedged": True, "lead_share": 0.6, "share": True},
-    "hedged+trust": {"hedged": True, "lead_share": 0.75, "prior_trust": True},
-    "hedged90": {"hedged": True, "lead_share": 0.9, "probe": 3},
+    "hedged": {"hedged": True, "lead_share": 0.75, "prior_trust": False},
+    "hedged60": {"hedged": True, "lead_share": 0.6, "prior_trust": False},
+    "hedged60+share": {"hedged": True, "lead_share": 0.6, "share": True, "prior_trust": False},
+    "hedged+trust": {"hedged": True, "lead_share": 0.75, "prior_trust": True},  # shipped
+    "hedged90": {"hedged": True, "lead_share": 0.9, "probe": 3, "prior_trust": False},
 }
 #: The service before hedging: a reference, not a candidate (``choose``).
 BASELINE = "blind"
 #: Run by default: the service before hedging and the shipped default's neighbours.
-DEFAULT_CANDIDATES = ("blind", "hedged", "hedged60")
+DEFAULT_CANDIDATES = ("blind", "hedged", "hedged60", "hedged+trust")
 #: The cold search once more on other seeds (seeds AGAIN_SEED, AGAIN_SEED + 1, …): how many
 #: cells a search no different from cold is flagged in, by chance.
 AGAIN = "cold again"

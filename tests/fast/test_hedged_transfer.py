@@ -18,6 +18,7 @@ from search_spaces.recorded import load_recording
 from search_spaces.recorded import recorded_space
 from tests.conftest import ROOT
 from tests.conftest import replay_file
+from tuner.control.searches import make_proposer
 from tuner.search.gp import rank_agreement
 from tuner.search.hedged import HedgedSearch
 from tuner.search.model_search import ModelSearch
@@ -110,6 +111,23 @@ def test_a_misleading_prior_loses_the_lead_and_a_right_one_keeps_it():
     right = HedgedSearch(space, ctx, 1, _exact_prior(rec), [])
     assert _run(right, rec, 20) == 1.0 and right.trust() >= 0.6
     assert right.agreement() > 0.5
+
+
+def test_the_services_warm_twin_believes_its_prior_only_as_far_as_it_agrees():
+    """The default hedge weights the warm twin's prior by its rank agreement: an inverted prior
+    is weighted 0 once measured, an exact one fully; ``prior_trust=False`` believes it whole."""
+    rec = load_recording(replay_file("pnpoly_RTX_3090.json.gz"))
+    space, ctx = recorded_space(rec), Context(rec.problem(), "fp32")
+    search = make_proposer("auto", space, ctx, 1, prior=_inverted_prior(rec))
+    assert isinstance(search, HedgedSearch) and search.warm.prior_trust
+    _run(search, rec, 20)
+    assert search.warm.trust() == 0.0
+    right = HedgedSearch(space, ctx, 1, _exact_prior(rec), [])
+    _run(right, rec, 20)
+    assert right.warm.trust() > 0.5
+    whole = HedgedSearch(space, ctx, 1, _inverted_prior(rec), [], prior_trust=False)
+    _run(whole, rec, 20)
+    assert whole.warm.trust() == 1.0
 
 
 def test_only_a_sharing_hedge_tells_the_cold_twin_the_warm_ones_results():

@@ -12,6 +12,10 @@ cold start gets ever fewer measurements; one that finds the optimum loses nothin
 cold search's share). A config one of them proposes that the other already measured is told
 its result at once and never measured twice.
 
+The warm search weights its prior by the prior's rank agreement with what has been measured
+(``ModelSearch(prior_trust=True)``, ``PRIOR_TRUST``), so a prior that proves misleading steers
+its proposals less while the split of the budget still follows the two searches' bests.
+
 ``share=True`` (a candidate of ``benchmarks/search_transfer.py``, not the default) tells the
 cold search the warm one's results too: fewer pairs where transfer hurts, but a misleading
 prior's region then captures the cold search as well (a worse worst pair).
@@ -40,6 +44,9 @@ PROBE = 2
 #: Share of the proposals the leading search makes (chosen held out among 0.6 and 0.75 in
 #: ``benchmarks/search_transfer.py``).
 LEAD_SHARE = 0.75
+#: The warm search weights its prior by its rank agreement (chosen held out on three of the four
+#: families and on all pairs in ``benchmarks/search_transfer.py``, candidate ``hedged+trust``).
+PRIOR_TRUST = True
 #: Known configs one search may propose in a row before the wrapper gives up on it this ask.
 MAX_KNOWN_IN_A_ROW = 50
 
@@ -50,10 +57,10 @@ class HedgedSearch:
     def __init__(self, space: SearchSpace, ctx: Context, seed: int | None,
                  prior: Callable[[Config], float] | None, warm_start: Sequence[Config],
                  lead_share: float = LEAD_SHARE, probe: int = PROBE, share: bool = False,
-                 **options: Any) -> None:
+                 prior_trust: bool = PRIOR_TRUST, **options: Any) -> None:
         self.lead_share, self.probe, self.share = lead_share, probe, share
         self.warm = ModelSearch(space, ctx, seed, prior=prior, warm_start=warm_start,
-                                **options)
+                                prior_trust=prior_trust, **options)
         cold_seed = None if seed is None else seed + 7919
         self.cold = ModelSearch(space, ctx, cold_seed, **options)
         self.cold.adopt_candidates(self.warm)  # the valid configs are enumerated once

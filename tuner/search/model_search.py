@@ -39,8 +39,8 @@ and a space where it does not matter is modelled as without it. The initial desi
 scored pool spread over the plain features.
 
 A **prior** (a predicted log fraction per config: the kernel's model, or another GPU's results,
-``tuner.search.transfer``) is believed whole; ``prior_trust=True`` (a candidate of
-``benchmarks/search_transfer.py``, not the default) weights it by ``trust()``: 1 until
+``tuner.search.transfer``) is believed whole; ``prior_trust=True`` (what the hedge's warm
+twin uses, ``tuner.search.hedged``) weights it by ``trust()``: 1 until
 ``TRUST_POINTS`` configs are measured, then its rank agreement with the measurements, clipped
 at 0. ``agreement()`` is reported either way. Warm-start configs from a space that differs
 (names, grid) are measured as their nearest config here (``tuner.search.transfer.map_config``).
@@ -96,7 +96,7 @@ DIVERSE_PARAMS = 3
 DIVERSE_TOPS = ("never", "stalled", "always", "mixed")
 #: Power-of-two features (``tuner.search.encoding``): none, in the models only (the initial
 #: design and the pool spread over the plain features), or everywhere; ``"auto"``: in the
-#: models, each switched on only where the data's likelihood pays for it (``tuner.search.gp``).
+#: models, switched on only where the data's likelihood pays for them (``tuner.search.gp``).
 POW2_FEATURES = ("off", "model", "everywhere", "auto")
 #: Measured configs from which the prior's rank agreement is computed (before: full trust).
 TRUST_POINTS = 4
