@@ -176,3 +176,29 @@ def test_a_search_that_stays_stuck_refines_other_basins():
     late = [c for _, c in measured[20:]]
     far = [c for c in late if sum(c[k] != best[k] for k in best) >= 3]
     assert search._rotation > 0 and far
+
+
+def test_the_power_of_two_flags_switch_on_where_other_block_sizes_fall_off_a_cliff():
+    """On the W6600 convolution recording every block size but the powers of two is about ten
+    times slower: after 30 measurements the default search's log-fraction GP has switched the
+    power-of-two flags on; with ``pow2_features="off"`` it has none."""
+    from tuner.search.gp import OFF_LENGTH
+
+    rec = load_recording(replay_file("convolution_W6600.json.gz"))
+    space, ctx = recorded_space(rec), Context(rec.problem(), "fp32")
+    for mode in ("auto", "off"):
+        search = ModelSearch(space, ctx, seed=0, pow2_features=mode)
+        measured: set[str] = set()
+        while len(measured) < 30:
+            asked = search.ask()
+            assert asked is not None
+            key = rec.key_of(asked.config)
+            t = rec.entries[key]["time"]
+            search.tell(asked.number, rec.best_time_ms() / t if key not in measured else None)
+            measured.add(key)
+        flags = search.encoder.pow2_columns
+        assert search._gp.lengths is not None
+        if mode == "auto":
+            assert len(flags) == 3 and (search._gp.lengths[list(flags)] < OFF_LENGTH).all()
+        else:
+            assert flags == ()
