@@ -41,30 +41,25 @@ LATE_FROM = 150
 #: Candidate constants of the default search. Held-out selection (``search_heldout.py``)
 #: picks one per fold on the other files; ``tuner.search.model_search.ModelSearch``'s defaults
 #: are the pick on all files.
+#: The constants every candidate since ``feas+fails`` shares.
+_FEAS_FAILS: dict[str, Any] = {"feasibility": True, "failed_in_model": True, "explore_after": 0}
 VARIANTS: dict[str, dict[str, Any]] = {
     "base": {"feasibility": False, "failed_in_model": True, "explore_after": 0},
     "feas": {"feasibility": True, "failed_in_model": False, "explore_after": 0},
     "explore": {"feasibility": False, "failed_in_model": True, "explore_after": 20},
     "feas+explore": {"feasibility": True, "failed_in_model": False, "explore_after": 20},
     "feas+explore40": {"feasibility": True, "failed_in_model": False, "explore_after": 40},
-    "feas+fails": {"feasibility": True, "failed_in_model": True, "explore_after": 0},
-    "feas+fails+diverse": {"feasibility": True, "failed_in_model": True, "explore_after": 0,
-                           "diverse_tops": "stalled"},
-    "feas+fails+diverse-always": {"feasibility": True, "failed_in_model": True,
-                                  "explore_after": 0, "diverse_tops": "always"},
-    "feas+fails+diverse-mixed": {"feasibility": True, "failed_in_model": True,
-                                 "explore_after": 0, "diverse_tops": "mixed"},
-    "feas+fails+diverse-always+pow2": {"feasibility": True, "failed_in_model": True,
-                                       "explore_after": 0, "diverse_tops": "always",
+    "feas+fails": {**_FEAS_FAILS},
+    "feas+fails+diverse": {**_FEAS_FAILS, "diverse_tops": "stalled"},
+    "feas+fails+diverse-always": {**_FEAS_FAILS, "diverse_tops": "always"},
+    "feas+fails+diverse-mixed": {**_FEAS_FAILS, "diverse_tops": "mixed"},
+    "feas+fails+diverse-always+pow2": {**_FEAS_FAILS, "diverse_tops": "always",
                                        "pow2_features": "everywhere"},
-    "feas+fails+diverse-always+pow2model": {"feasibility": True, "failed_in_model": True,
-                                            "explore_after": 0, "diverse_tops": "always",
+    "feas+fails+diverse-always+pow2model": {**_FEAS_FAILS, "diverse_tops": "always",
                                             "pow2_features": "model"},
-    "feas+fails+diverse-mixed+pow2model": {"feasibility": True, "failed_in_model": True,
-                                           "explore_after": 0, "diverse_tops": "mixed",
+    "feas+fails+diverse-mixed+pow2model": {**_FEAS_FAILS, "diverse_tops": "mixed",
                                            "pow2_features": "model"},
-    "feas+fails+diverse-mixed+pow2auto": {"feasibility": True, "failed_in_model": True,
-                                          "explore_after": 0, "diverse_tops": "mixed",
+    "feas+fails+diverse-mixed+pow2auto": {**_FEAS_FAILS, "diverse_tops": "mixed",
                                           "pow2_features": "auto"},
 }
 for _consts in VARIANTS.values():  # measured before diverse_tops existed: the three best

@@ -165,8 +165,10 @@ class ModelSearch:
                 self._candidates = valid_candidates(self.space, self.ctx, self.rng)
                 self._index = {_key(c): i for i, c in enumerate(self._candidates)}
                 self._x = self.encoder.encode_all(self._candidates)
-                self._plain_x = (Encoder(self.space).encode_all(self._candidates)
-                                 if self.pow2_features in ("model", "auto") else self._x)
+                if self.pow2_features in ("model", "auto"):  # the same, less the flags
+                    self._plain_x = np.delete(self._x, self.encoder.pow2_columns, axis=1)
+                else:
+                    self._plain_x = self._x
             if self.prior is not None:
                 values = np.array([self.prior(c) for c in self._candidates], dtype=float)
                 finite = np.isfinite(values)
