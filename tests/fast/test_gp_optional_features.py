@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tuner.search.gp import LENGTH_GRID
+from tuner.search.gp import NOISE_GRID
 from tuner.search.gp import OFF_LENGTH
 from tuner.search.gp import GaussianProcess
 
@@ -48,3 +50,22 @@ def test_without_optional_features_the_fit_is_the_plain_grid_search():
     gp = GaussianProcess()
     gp.fit(x, y)
     assert gp.lengths is not None and (gp.lengths < OFF_LENGTH).all()
+
+
+def test_the_relevance_pass_after_a_switched_on_flag_only_improves_the_likelihood():
+    """The flags' price decides on or off; it must not let the per-feature pass accept scales
+    that fit worse: the chosen scales fit at least as well as the best shared scale (a draw
+    where charging the price to the pass's comparison did accept a worse fit)."""
+    rng = np.random.default_rng(182)
+    n, width = int(rng.integers(15, 60)), int(rng.integers(2, 6))
+    x = np.column_stack([rng.random((n, width)), rng.integers(0, 2, n).astype(float)])
+    y = (rng.normal() * np.where(x[:, width] == 1, 0.0, -1.0)
+         + np.sin(rng.random() * 8 * x[:, 0]) + rng.random() * x[:, 1]
+         + rng.random() * 0.5 * rng.random(n))
+    gp = GaussianProcess(optional=(width,))
+    gp.fit_hyperparameters(x, y)
+    assert gp.lengths is not None and gp.lengths[width] < OFF_LENGTH
+    ys = (y - y.mean()) / y.std()
+    shared = min(gp._nll(x, ys, np.full(width + 1, length), noise_level)
+                 for length in LENGTH_GRID for noise_level in NOISE_GRID)
+    assert gp._nll(x, ys, gp.lengths, gp.noise) <= shared + 1e-9

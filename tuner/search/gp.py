@@ -68,17 +68,18 @@ class GaussianProcess:
         width = x.shape[1]
         optional = [j for j in self.optional if j < width]
         price = 0.5 * math.log(len(x)) * len(optional)  # BIC: the optional features' scales
-        best = (math.inf, np.ones(width), 1e-2)
+        best = (math.inf, math.inf, np.ones(width), 1e-2)  # (priced nll, nll, lengths, noise)
         for switched_on in ((False, True) if optional else (False,)):
             for length in LENGTH_GRID:
                 for noise in NOISE_GRID:
                     lengths = np.full(width, length)
                     if not switched_on:
                         lengths[optional] = OFF_LENGTH
-                    nll = self._nll(x, ys, lengths, noise) + (price if switched_on else 0.0)
-                    if nll < best[0]:
-                        best = (nll, lengths, noise)
-        nll, lengths, noise = best
+                    raw = self._nll(x, ys, lengths, noise)
+                    priced = raw + (price if switched_on else 0.0)
+                    if priced < best[0]:
+                        best = (priced, raw, lengths, noise)
+        _, nll, lengths, noise = best  # the relevance pass compares likelihoods, not prices
         for j in range(width):  # one relevance pass: stretch or shrink each feature's scale
             if lengths[j] == OFF_LENGTH:
                 continue  # an optional feature the data do not pay for stays off
