@@ -48,3 +48,18 @@ def test_a_job_no_worker_serves_says_so(cli_env, tmp_path):
     _, err = watch.communicate(timeout=60)
     assert "waiting: no live worker serves cpu" in err, err
     assert "Traceback" not in err
+
+
+def test_the_next_step_a_replayed_job_prints_serves_its_best(cli_env):
+    """The ``next:`` line after a replayed job names the recording's kernel and GPU (not
+    ``replay`` and this host), so running it as printed serves the job's best config."""
+    recording = ROOT / "benchmarks" / "data" / "replay" / "pnpoly_RTX_3090.json.gz"
+    tuned = run_cli(["tune", "replay", "--backend", f"replay:{recording}", "--trials", "4"],
+                    cli_env, check=True, timeout=300)
+    hint = next(line for line in tuned.stdout.splitlines() if line.startswith("next:"))
+    best_command = hint.split(" · ")[-1].split()
+    assert best_command[:2] == ["tuner", "best"] and "replay" not in best_command, hint
+    served = run_cli(best_command[1:], cli_env)
+    assert served.returncode == 0, served.stdout + served.stderr
+    status = json.loads(run_cli(["status", "1", "--json"], cli_env, check=True).stdout)
+    assert json.loads(served.stdout) == status[0]["problems"][0]["best_config"]

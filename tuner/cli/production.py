@@ -39,12 +39,17 @@ class _Question:
     dtypes: tuple[str, ...] | None
 
 
+#: Largest size a lookup by a stored kernel's name accepts: a lookup allocates nothing, so any
+#: size a job stored (a replayed recording's problem, pnpoly's 20000000 points) is served.
+LOOKUP_MAX_DIM = 1 << 62
+
+
 def _question(kernel: str, shape: str, settings: Settings) -> _Question:
     """The checked question (``UsageError`` for a bad shape, as ``tuner tune`` checks it).
 
     A built-in is checked against its signature (``tuner.kernels.names``: no torch import);
     a ``path.py:NAME`` kernel is described in a sandboxed child; another name (a kernel tuned
-    elsewhere) gets the checks every problem must pass: positive sizes within the bounds."""
+    elsewhere, a replayed recording) gets positive sizes of at most ``LOOKUP_MAX_DIM``."""
     from tuner.kernels.names import builtin_signature
     from tuner.kernels.names import is_file_ref
     from tuner.kernels.spec import dimension_errors
@@ -59,7 +64,7 @@ def _question(kernel: str, shape: str, settings: Settings) -> _Question:
         return _Question(kernel, {d: problem[d] for d in dims}, None, dtypes)
     if not is_file_ref(kernel):
         problem = parse_shape(shape, [])
-        errors = dimension_errors(problem, None)
+        errors = dimension_errors(problem, None, max_dim=LOOKUP_MAX_DIM)
         if errors:
             raise UsageError(f"bad shape {shape!r}: {'; '.join(errors)}")
         return _Question(kernel, problem, None, None)

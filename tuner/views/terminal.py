@@ -153,8 +153,11 @@ def print_summary(summary: JobSummary, db_url: str, console: Console) -> None:
                       f"{ref} --shape {shape} --dtype {job.dtype} --backend cuda",
                       highlight=False)
         return
+    where = ""
+    if as_target(job.backend).evidence is Evidence.RECORDED:  # stored under the recording's
+        ref, where = job.kernel, f" --gpu {job.device_kind}"  # kernel and GPU, not this host's
     console.print(f"next: tuner status {job.id} · tuner dashboard · tuner best "
-                  f"{ref} --shape {shape} --dtype {job.dtype}", highlight=False)
+                  f"{ref} --shape {shape} --dtype {job.dtype}{where}", highlight=False)
 
 
 def _s(value: float | None) -> str:
