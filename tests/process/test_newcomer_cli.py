@@ -61,5 +61,7 @@ def test_the_next_step_a_replayed_job_prints_serves_its_best(cli_env):
     assert best_command[:2] == ["tuner", "best"] and "replay" not in best_command, hint
     served = run_cli(best_command[1:], cli_env)
     assert served.returncode == 0, served.stdout + served.stderr
+    jobs = run_cli(["status"], cli_env, check=True).stdout  # the recording by its file name
+    assert "replay:pnpoly_RTX_3090.json.gz" in jobs, jobs
     status = json.loads(run_cli(["status", "1", "--json"], cli_env, check=True).stdout)
     assert json.loads(served.stdout) == status[0]["problems"][0]["best_config"]

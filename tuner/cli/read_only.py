@@ -4,6 +4,7 @@ and ``dashboard`` (optuna-dashboard on the service database)."""
 from __future__ import annotations
 
 import json
+from pathlib import PurePath
 from typing import Annotated
 
 import typer
@@ -64,7 +65,7 @@ def status(
         for s in recent_jobs(settings, limit):
             j = s.job
             table.add_row(
-                str(j.id), j.kernel, j.dtype, j.device_kind, j.backend[:24], j.status,
+                str(j.id), j.kernel, j.dtype, j.device_kind, _backend_cell(j.backend), j.status,
                 str(len(s.problems)), str(s.measured), _fraction(s.best_fraction, j.backend),
                 j.created_at.strftime("%Y-%m-%d %H:%M:%S"))
         console.print(table)
@@ -182,3 +183,11 @@ def dashboard(
 def register(app: typer.Typer) -> None:
     for command in (status, kernels, dashboard):
         app.command()(command)
+
+
+def _backend_cell(backend: str) -> str:
+    """A job's backend in the jobs table: a replayed recording by its file name (two recordings
+    in one folder differ only at the end of the path), anything else cut at 24 characters."""
+    if backend.startswith("replay:"):
+        return "replay:" + PurePath(backend[len("replay:"):]).name
+    return backend[:24]

@@ -52,6 +52,10 @@ def parse_shape(text: str, dims: Sequence[str]) -> dict[str, int]:
             shape[name] = parse_int(value, f"dimension {name}")
         return shape
     parts = re.split(r"[x×,]", text.lower())
+    if not dims:  # a kernel known by name only: its dimension names are not known here
+        raise UsageError(f"malformed shape {text!r}: name each dimension, NAME=VALUE pairs "
+                         "as the stored problem has them (tuner status shows them, e.g. "
+                         "p0=4096,p1=4096)")
     if len(parts) != len(dims):
         raise UsageError(f"malformed shape {text!r}: expected {len(dims)} sizes "
                          f"({'x'.join(dims)}) or {example_shape(dims)}")
