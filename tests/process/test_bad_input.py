@@ -34,6 +34,7 @@ def _one_error(proc, text: str) -> None:  # type: ignore[no-untyped-def]
     (["best", LONG_PATH, "--shape", "N=1", "--dtype", "fp32"], "(3008 chars)"),
     (["best", "recorded:Xgemm", "--shape", "4096x4096", "--dtype", "fp32"],
      "name each dimension, NAME=VALUE pairs"),
+    (["tune", "replay", "--trials", "1"], "tuner tune replay --backend replay:<file>"),
     (["tune", "replay", "--backend", "replay:/dev/zero", "--trials", "1"],
      "not a regular file"),
     (["status", "9" * 30], "less than or equal to 2147483647"),

@@ -51,8 +51,10 @@ def load_kernel(ref: str, roots: Sequence[Path] = ()) -> KernelSpec:
     elif is_file_ref(ref):
         spec = _load_file_kernel(ref, roots)
     else:
+        hint = " (a recorded tuning space: tuner tune replay --backend replay:<file>)" \
+            if ref == "replay" else ""
         raise KernelError(f"unknown kernel {ref!r}; built-in kernels: {', '.join(BUILTIN)} "
-                          "(or give path/to/module.py:NAME)")
+                          f"(or give path/to/module.py:NAME){hint}")
     if not isinstance(spec, KernelSpec):
         raise KernelError(f"{ref!r} is a {type(spec).__name__}, not a KernelSpec")
     if not is_file_ref(ref):
