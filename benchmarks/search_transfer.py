@@ -60,12 +60,15 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "hedged60": {"hedged": True, "lead_share": 0.6, "prior_trust": False},
     "hedged60+share": {"hedged": True, "lead_share": 0.6, "share": True, "prior_trust": False},
     "hedged+trust": {"hedged": True, "lead_share": 0.75, "prior_trust": True},  # shipped
+    "hedged60+trust": {"hedged": True, "lead_share": 0.6, "prior_trust": True},
+    "hedged+trust+fold": {"hedged": True, "lead_share": 0.75, "prior_trust": True,
+                          "fold": True},
     "hedged90": {"hedged": True, "lead_share": 0.9, "probe": 3, "prior_trust": False},
 }
 #: The service before hedging: a reference, not a candidate (``choose``).
 BASELINE = "blind"
 #: Run by default: the service before hedging and the shipped default's neighbours.
-DEFAULT_CANDIDATES = ("blind", "hedged", "hedged60", "hedged+trust")
+DEFAULT_CANDIDATES = ("blind", "hedged", "hedged60", "hedged+trust", "hedged60+trust")
 #: The cold search once more on other seeds (seeds AGAIN_SEED, AGAIN_SEED + 1, …): how many
 #: cells a search no different from cold is flagged in, by chance.
 AGAIN = "cold again"

@@ -130,6 +130,26 @@ def test_the_services_warm_twin_believes_its_prior_only_as_far_as_it_agrees():
     assert whole.warm.trust() == 1.0
 
 
+def test_a_folding_hedge_gives_every_proposal_to_a_warm_twin_whose_prior_disagrees():
+    """``fold=True``: once the inverted prior's agreement is known and not positive, the warm
+    twin (its prior weighted 0) proposes everything; with an exact prior the split is the
+    usual one, led by the warm twin but never all of it."""
+    rec = load_recording(replay_file("pnpoly_RTX_3090.json.gz"))
+    space, ctx = recorded_space(rec), Context(rec.problem(), "fp32")
+    wrong = HedgedSearch(space, ctx, 1, _inverted_prior(rec), [], fold=True)
+    _run(wrong, rec, 8)
+    assert wrong.agreement() is not None and wrong.agreement() <= 0
+    made_cold = wrong._made["cold"]
+    _run(wrong, rec, 12)  # twelve more, while the agreement stays below zero
+    assert wrong.agreement() <= 0 and wrong._made["cold"] == made_cold
+    plain = HedgedSearch(space, ctx, 1, _inverted_prior(rec), [])
+    _run(plain, rec, 20)
+    assert plain._made["cold"] > made_cold  # without fold the cold twin keeps its share
+    right = HedgedSearch(space, ctx, 1, _exact_prior(rec), [], fold=True)
+    _run(right, rec, 20)
+    assert right.agreement() > 0 and 0 < right._made["cold"] < right._made["warm"]
+
+
 def test_only_a_sharing_hedge_tells_the_cold_twin_the_warm_ones_results():
     rec = load_recording(replay_file("pnpoly_RTX_3090.json.gz"))
     space, ctx = recorded_space(rec), Context(rec.problem(), "fp32")

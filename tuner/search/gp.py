@@ -7,7 +7,8 @@ for the few hundred points a tuning run has. Targets are standardised internally
 **Optional** features (``optional``: column indices) are switched on (at the shared length
 scale) or off (a length scale so long they play no part), together: the grid is searched both
 ways and "on" must lower the negative log marginal likelihood by more than the
-Bayesian-information-criterion price of their hyperparameters, ``0.5 ln n`` each. A feature
+Bayesian-information-criterion price of their hyperparameters, ``0.5 ln n`` each (the price
+decides on or off; the per-feature pass after it compares plain likelihoods). A feature
 that matters on some problems only (a block size being a power of two) then costs little where
 it does not matter.
 """

@@ -16,6 +16,12 @@ The warm search weights its prior by the prior's rank agreement with what has be
 (``ModelSearch(prior_trust=True)``, ``PRIOR_TRUST``), so a prior that proves misleading steers
 its proposals less while the split of the budget still follows the two searches' bests.
 
+``fold=True`` (a candidate of ``benchmarks/search_transfer.py``): once the prior's rank
+agreement with the measurements is known and not positive, the warm search's prior weighs
+nothing (``prior_trust``), so it is a cold search that knows every measurement — better than
+the cold twin, which knows only its own — and it makes every proposal until the agreement
+turns positive again.
+
 ``share=True`` (a candidate of ``benchmarks/search_transfer.py``, not the default) tells the
 cold search the warm one's results too: fewer pairs where transfer hurts, but a misleading
 prior's region then captures the cold search as well (a worse worst pair).
@@ -47,6 +53,8 @@ LEAD_SHARE = 0.75
 #: The warm search weights its prior by its rank agreement (chosen held out on three of the four
 #: families and on all pairs in ``benchmarks/search_transfer.py``, candidate ``hedged+trust``).
 PRIOR_TRUST = True
+#: A warm search whose prior disagrees with the measurements makes every proposal (``fold``).
+FOLD = False
 #: Known configs one search may propose in a row before the wrapper gives up on it this ask.
 MAX_KNOWN_IN_A_ROW = 50
 
@@ -57,8 +65,9 @@ class HedgedSearch:
     def __init__(self, space: SearchSpace, ctx: Context, seed: int | None,
                  prior: Callable[[Config], float] | None, warm_start: Sequence[Config],
                  lead_share: float = LEAD_SHARE, probe: int = PROBE, share: bool = False,
-                 prior_trust: bool = PRIOR_TRUST, **options: Any) -> None:
+                 prior_trust: bool = PRIOR_TRUST, fold: bool = FOLD, **options: Any) -> None:
         self.lead_share, self.probe, self.share = lead_share, probe, share
+        self.fold = fold and prior_trust
         self.warm = ModelSearch(space, ctx, seed, prior=prior, warm_start=warm_start,
                                 prior_trust=prior_trust, **options)
         cold_seed = None if seed is None else seed + 7919
@@ -80,6 +89,9 @@ class HedgedSearch:
             return "warm"
         if min(made.values()) < self.probe:
             return "warm" if made["warm"] <= made["cold"] else "cold"
+        agreement = self.warm.agreement() if self.fold else None
+        if agreement is not None and agreement <= 0.0:
+            return "warm"  # its prior weighs nothing: a cold search with every measurement
         lead = "warm" if self._best["warm"] >= self._best["cold"] else "cold"
         other = "cold" if lead == "warm" else "warm"
         return lead if made[lead] < self.lead_share * (total + 1) else other
