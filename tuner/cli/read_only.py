@@ -188,6 +188,7 @@ def register(app: typer.Typer) -> None:
 def _backend_cell(backend: str) -> str:
     """A job's backend in the jobs table: a replayed recording by its file name (two recordings
     in one folder differ only at the end of the path), anything else cut at 24 characters."""
-    if backend.startswith("replay:"):
-        return "replay:" + PurePath(backend[len("replay:"):]).name
+    target = as_target(backend)
+    if target.recording is not None:
+        return f"{target.scheme.name}:{PurePath(target.recording).name}"
     return backend[:24]
