@@ -31,9 +31,21 @@ OFF_LENGTH = 1e6
 def matern52(a: np.ndarray, b: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Matérn 5/2 kernel matrix between the rows of ``a`` and ``b`` (unit variance)."""
     sa, sb = a / lengths, b / lengths
-    sq = (sa * sa).sum(1)[:, None] + (sb * sb).sum(1)[None, :] - 2.0 * sa @ sb.T
-    d = np.sqrt(np.maximum(sq, 0.0))
-    k: np.ndarray = (1.0 + SQRT5 * d + 5.0 / 3.0 * d * d) * np.exp(-SQRT5 * d)
+    # (1 + √5 d + 5/3 d²) exp(-√5 d), each step in place on three (len(a), len(b)) buffers:
+    # the same operations in the same order as the plain expression, so bit for bit its value.
+    buf = (2.0 * sa) @ sb.T
+    d = np.add((sa * sa).sum(1)[:, None], (sb * sb).sum(1)[None, :])
+    np.subtract(d, buf, out=d)
+    np.maximum(d, 0.0, out=d)
+    np.sqrt(d, out=d)
+    k: np.ndarray = np.multiply(d, 5.0 / 3.0)
+    k *= d
+    np.multiply(d, SQRT5, out=buf)
+    buf += 1.0
+    k += buf
+    np.multiply(d, -SQRT5, out=buf)
+    np.exp(buf, out=buf)
+    k *= buf
     return k
 
 
