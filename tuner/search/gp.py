@@ -49,6 +49,31 @@ def matern52(a: np.ndarray, b: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return k
 
 
+def negative_log_likelihood(kernel: np.ndarray, y: np.ndarray, noise: float) -> float:
+    """Negative log marginal likelihood of targets ``y`` (n,) under the covariance ``kernel``
+    (n, n) plus ``noise`` on the diagonal, without its constant ``n/2 ln 2 pi``; ``inf`` when
+    that covariance is not positive definite.
+
+    One Cholesky factorisation of the covariance bordered by ``y`` gives both terms: its last
+    row is ``z = L^-1 y`` (so the data fit is ``z.z / 2``) and its first ``n`` diagonal entries
+    are ``L``'s (so the log determinant is twice their log sum). The corner entry only has to
+    keep the bordered matrix positive definite: ``y.y / noise + 1`` exceeds ``y' K^-1 y``
+    because every eigenvalue of the covariance is at least ``noise``.
+    """
+    n = len(y)
+    bordered = np.empty((n + 1, n + 1))
+    bordered[:n, :n] = kernel
+    bordered[np.arange(n), np.arange(n)] += noise
+    bordered[n, :n] = bordered[:n, n] = y
+    bordered[n, n] = float(y @ y) / noise + 1.0
+    try:
+        chol = np.linalg.cholesky(bordered)
+    except np.linalg.LinAlgError:
+        return math.inf
+    z = chol[n, :n]
+    return float(0.5 * z @ z + np.log(np.diag(chol)[:n]).sum())
+
+
 def normal_cdf(z: np.ndarray) -> np.ndarray:
     """Standard normal CDF (Abramowitz & Stegun 7.1.26, absolute error below 1.5e-7)."""
     x = np.abs(z) / math.sqrt(2.0)
@@ -68,13 +93,7 @@ class GaussianProcess:
         self.tuned_at: int | None = None  # points the hyperparameters were last chosen on
 
     def _nll(self, x: np.ndarray, y: np.ndarray, lengths: np.ndarray, noise: float) -> float:
-        k = matern52(x, x, lengths) + noise * np.eye(len(x))
-        try:
-            chol = np.linalg.cholesky(k)
-        except np.linalg.LinAlgError:
-            return math.inf
-        alpha = np.linalg.solve(chol.T, np.linalg.solve(chol, y))
-        return float(0.5 * y @ alpha + np.log(np.diag(chol)).sum())
+        return negative_log_likelihood(matern52(x, x, lengths), y, noise)
 
     def fit_hyperparameters(self, x: np.ndarray, y: np.ndarray) -> None:
         ys = self._standardise(y)
@@ -84,11 +103,12 @@ class GaussianProcess:
         best = (math.inf, math.inf, np.ones(width), 1e-2)  # (priced nll, nll, lengths, noise)
         for switched_on in ((False, True) if optional else (False,)):
             for length in LENGTH_GRID:
+                lengths = np.full(width, length)
+                if not switched_on:
+                    lengths[optional] = OFF_LENGTH
+                kernel = matern52(x, x, lengths)  # one kernel matrix for every noise level
                 for noise in NOISE_GRID:
-                    lengths = np.full(width, length)
-                    if not switched_on:
-                        lengths[optional] = OFF_LENGTH
-                    raw = self._nll(x, ys, lengths, noise)
+                    raw = negative_log_likelihood(kernel, ys, noise)
                     priced = raw + (price if switched_on else 0.0)
                     if priced < best[0]:
                         best = (priced, raw, lengths, noise)
