@@ -3,7 +3,10 @@ where the data's likelihood pays for them."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import pytest
 
 from tuner.search.gp import LENGTH_GRID
 from tuner.search.gp import NOISE_GRID
@@ -11,6 +14,7 @@ from tuner.search.gp import OFF_LENGTH
 from tuner.search.gp import SQRT5
 from tuner.search.gp import GaussianProcess
 from tuner.search.gp import matern52
+from tuner.search.gp import negative_log_likelihood
 
 
 def _points(seed: int, n: int = 40) -> tuple[np.ndarray, np.ndarray]:
@@ -83,3 +87,21 @@ def test_the_matern_kernel_in_place_is_the_plain_formula_bit_for_bit():
     d = np.sqrt(np.maximum(sq, 0.0))
     plain = (1.0 + SQRT5 * d + 5.0 / 3.0 * d * d) * np.exp(-SQRT5 * d)
     assert np.array_equal(matern52(a, b, lengths), plain)
+
+
+def test_the_bordered_likelihood_is_the_textbook_one():
+    """One factorisation of the covariance bordered by the targets gives the textbook negative
+    log marginal likelihood (Cholesky, two solves, the diagonal's log sum), to rounding; and
+    ``inf`` for a covariance that is not positive definite."""
+    rng = np.random.default_rng(11)
+    for _ in range(40):
+        n, width = int(rng.integers(3, 120)), int(rng.integers(1, 8))
+        x, y = rng.random((n, width)), rng.standard_normal(n) * rng.choice([0.1, 1.0, 30.0])
+        kernel = matern52(x, x, rng.choice(np.array(LENGTH_GRID), width))
+        noise = float(rng.choice(np.array(NOISE_GRID)))
+        chol = np.linalg.cholesky(kernel + noise * np.eye(n))
+        alpha = np.linalg.solve(chol.T, np.linalg.solve(chol, y))
+        textbook = 0.5 * y @ alpha + np.log(np.diag(chol)).sum()
+        assert negative_log_likelihood(kernel, y, noise) == pytest.approx(textbook, rel=1e-9)
+    indefinite = np.array([[1.0, 2.0], [2.0, 1.0]])
+    assert negative_log_likelihood(indefinite, np.array([0.3, -0.2]), 1e-4) == math.inf

@@ -207,8 +207,10 @@ class ModelSearch:
 
     def ask(self) -> Asked | None:
         candidates = self._ensure()
-        free = [i for i in range(len(candidates))
-                if i not in self.observed and i not in self.pending]
+        taken = np.zeros(len(candidates), dtype=bool)
+        taken[list(self.observed)] = True
+        taken[list(self.pending)] = True
+        free: list[int] = np.flatnonzero(~taken).tolist()  # ascending, as before
         if not free:
             return None
         idx = self._initial(free) if len(self.observed) + len(self.pending) < self.n_init \
