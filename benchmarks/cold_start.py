@@ -58,6 +58,8 @@ def main() -> None:
                         help="more matmul-like Kernel Tuner cache files")
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--only", default="",
+                        help="run only these designs and peers (comma-separated names)")
     parser.add_argument("--out", type=Path,
                         default=ROOT / "benchmarks" / "results" / "cold_start.json")
     args = parser.parse_args()
@@ -69,6 +71,13 @@ def main() -> None:
             parser.exit(2, f"error: {f}: {exc}\n")
     peers = list(PEERS) if importlib.util.find_spec("kernel_tuner") else []
     searches = [*DESIGNS, *peers]
+    if args.only:
+        wanted = [s for s in args.only.split(",") if s]
+        unknown = [s for s in wanted if s not in searches]
+        if unknown:
+            parser.exit(2, f"error: unknown {', '.join(unknown)}; choose among "
+                        f"{', '.join(searches)}\n")
+        searches = wanted
     tasks = [(f, s, seed) for f in files for s in searches for seed in range(args.seeds)]
     curves: dict[tuple[str, str], list[list[float]]] = {}
     with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
