@@ -64,6 +64,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "hedged+trust+fold": {"hedged": True, "lead_share": 0.75, "prior_trust": True,
                           "fold": True},
     "hedged90": {"hedged": True, "lead_share": 0.9, "probe": 3, "prior_trust": False},
+    "hedged+trust+probe3": {"hedged": True, "lead_share": 0.75, "prior_trust": True,
+                            "probe": 3},
+    "hedged+trust+probe4": {"hedged": True, "lead_share": 0.75, "prior_trust": True,
+                            "probe": 4},
 }
 #: The service before hedging: a reference, not a candidate (``choose``).
 BASELINE = "blind"
