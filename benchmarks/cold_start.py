@@ -1,14 +1,19 @@
-"""Cold start on matmul-like recordings: the default search's first measurements against
-Kernel Tuner's strategies, and candidate initial designs, at B = 10 and 20.
+"""Cold start: the default search's first measurements against candidate initial designs and
+Kernel Tuner's strategies, at B = 10 and 20.
 
-The shipped recording (``gemm_RTX_2080_Ti``) is the held-out one: a candidate design is only
-worth shipping if it leads on the *other* recordings (``--extra``: public Kernel Tuner caches of
-the same CLBlast GEMM on other GPUs) and then holds on the shipped one. Candidates
-(``ModelSearch`` keyword arguments): the shipped design (7 starts, random and maximin
-alternately), all random, all maximin, 5 and 10 starts, and a Latin hypercube over each
-parameter's value indices (``lhs``, ``tuner.search.design``). ``--seeds`` seeds each; mean ± se.
+The shipped matmul recording (``gemm_RTX_2080_Ti``) is the held-out one: a design is chosen on
+the *other* recordings (``--no-shipped --extra …``: the other kernel families and public Kernel
+Tuner caches of the same CLBlast GEMM on other GPUs; the design with the best mean over those
+files of the B = 10 and B = 20 means, printed last) and then reported on the shipped one.
+Candidates (``ModelSearch`` keyword arguments, ``tuner.search.design``): the default
+(``alternate-snap``: random, maximin, snapped, maximin, …; 7 starts), the design before it
+(``alternate``: random and maximin alternately), all random, all maximin, all snapped, 5 and 10
+starts, a Latin hypercube over each parameter's value indices (``lhs``), and other cycles of
+random (R), maximin (M) and snapped (S) picks. ``--seeds`` seeds each; mean ± se.
 
     python benchmarks/cold_start.py --extra hub/gemm_RTX_3090.json.gz hub/gemm_RTX_Titan.json.gz
+    python benchmarks/cold_start.py --no-shipped --seeds 60 --first-seed 20 \
+        --only alternate,default --extra <every other recording>
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ SHIPPED = ROOT / "benchmarks" / "data" / "replay" / "gemm_RTX_2080_Ti.json.gz"
 DESIGNS: dict[str, dict[str, Any]] = {
     "default": {}, "random": {"init": "random"}, "maximin": {"init": "maximin"},
     "5 starts": {"n_init": 5}, "10 starts": {"n_init": 10},
-    "lhs": {"init": "lhs"},
+    "lhs": {"init": "lhs"}, "alternate": {"init": "alternate"}, "snap": {"init": "snap"},
+    **{f"cycle-{c}": {"init": f"cycle-{c}"} for c in ("RS", "MS", "RMS", "SMRM", "RMSMSM")},
 }
 PEERS = ("kt:pso", "kt:diff_evo", "kt:dual_annealing")
 
@@ -57,13 +63,17 @@ def main() -> None:
     parser.add_argument("--extra", nargs="*", type=Path, default=[],
                         help="more matmul-like Kernel Tuner cache files")
     parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds first-seed .. first-seed + seeds - 1")
+    parser.add_argument("--no-shipped", action="store_true",
+                        help="leave the shipped gemm recording out (choosing on the others)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--only", default="",
                         help="run only these designs and peers (comma-separated names)")
     parser.add_argument("--out", type=Path,
                         default=ROOT / "benchmarks" / "results" / "cold_start.json")
     args = parser.parse_args()
-    files = [str(SHIPPED), *map(str, args.extra)]
+    files = [*([] if args.no_shipped else [str(SHIPPED)]), *map(str, args.extra)]
     for f in files:
         try:
             recording(f)
@@ -78,7 +88,8 @@ def main() -> None:
             parser.exit(2, f"error: unknown {', '.join(unknown)}; choose among "
                         f"{', '.join(searches)}\n")
         searches = wanted
-    tasks = [(f, s, seed) for f in files for s in searches for seed in range(args.seeds)]
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    tasks = [(f, s, seed) for f in files for s in searches for seed in seeds]
     curves: dict[tuple[str, str], list[list[float]]] = {}
     with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
         for path, search, curve in pool.imap_unordered(_task, tasks):
@@ -95,9 +106,16 @@ def main() -> None:
             print(f"  {s:>18} " + "  ".join(
                 f"B={b} {table[name][s][str(b)]['mean']:.3f}±{table[name][s][str(b)]['se']:.3f}"
                 for b in BUDGETS))
+    means = {s: {str(b): float(np.mean([table[n][s][str(b)]["mean"] for n in table]))
+                 for b in BUDGETS} for s in searches}
+    print(f"mean over the {len(table)} files (choice: the best mean of B = 10 and B = 20)")
+    for s in sorted(searches, key=lambda s: -sum(means[s].values())):
+        print(f"  {s:>18} " + "  ".join(f"B={b} {means[s][str(b)]:.4f}" for b in BUDGETS)
+              + f"  score {np.mean(list(means[s].values())):.4f}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"budgets": BUDGETS, "seeds": args.seeds,
-                                    "designs": DESIGNS, "files": table}, indent=1) + "\n")
+                                    "first_seed": args.first_seed, "designs": DESIGNS,
+                                    "files": table, "mean_over_files": means}, indent=1) + "\n")
     print(f"wrote {args.out}")
 
 

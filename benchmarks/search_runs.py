@@ -61,10 +61,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                            "pow2_features": "model"},
     "feas+fails+diverse-mixed+pow2auto": {**_FEAS_FAILS, "diverse_tops": "mixed",
                                           "pow2_features": "auto"},
+    "feas+fails+diverse-mixed+pow2auto+snap": {**_FEAS_FAILS, "diverse_tops": "mixed",
+                                               "pow2_features": "auto", "init": "alternate-snap"},
 }
 for _consts in VARIANTS.values():  # measured before diverse_tops existed: the three best
     _consts.setdefault("diverse_tops", "never")
     _consts.setdefault("pow2_features", "off")  # measured before the power-of-two feature
+    _consts.setdefault("init", "alternate")  # measured before the snapped picks (``S``)
 
 
 def shipped_variant() -> str:
@@ -72,7 +75,7 @@ def shipped_variant() -> str:
     params = inspect.signature(ModelSearch.__init__).parameters
     shipped = {k: params[k].default for k in ("feasibility", "failed_in_model",
                                               "explore_after", "diverse_tops",
-                                              "pow2_features")}
+                                              "pow2_features", "init")}
     return next(name for name, consts in VARIANTS.items() if consts == shipped)
 
 

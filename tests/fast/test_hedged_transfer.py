@@ -103,11 +103,13 @@ def _inverted_prior(rec):
 
 
 def test_a_misleading_prior_loses_the_lead_and_a_right_one_keeps_it():
+    """After the probes the cold twin leads against an inverted prior (later the warm twin,
+    its prior then weighted 0, may win the lead back on its measurements alone)."""
     rec = load_recording(replay_file("pnpoly_RTX_3090.json.gz"))
     space, ctx = recorded_space(rec), Context(rec.problem(), "fp32")
     wrong = HedgedSearch(space, ctx, 1, _inverted_prior(rec), [])
-    _run(wrong, rec, 20)
-    assert wrong.trust() <= 0.4 and wrong.agreement() is not None and wrong.agreement() < 0
+    _run(wrong, rec, 10)
+    assert wrong.trust() <= 0.3 and wrong.agreement() is not None and wrong.agreement() < 0
     right = HedgedSearch(space, ctx, 1, _exact_prior(rec), [])
     assert _run(right, rec, 20) == 1.0 and right.trust() >= 0.6
     assert right.agreement() > 0.5

@@ -7,8 +7,11 @@ budget in two phases:
 1. **Start**: the ``warm_start`` configs that are valid here (the best configs of related
    problems, from the database: ``tuner.search.transfer``), the space's seed configs that are
    valid (e.g. Triton's tutorial list), then the initial design (``init``,
-   ``tuner.search.design``; by default valid configs drawn alternately uniformly at random and
-   by greedy maximin in feature space: typical configs and the corners), ``n_init`` in all;
+   ``tuner.search.design``; by default ``alternate-snap``: valid configs drawn uniformly at
+   random, by greedy maximin in feature space and *snapped* — a random point of the whole grid
+   moved to its nearest valid config, which spreads the picks over each parameter's values
+   where constraints over-admit small tiles — in the cycle random, maximin, snapped, maximin:
+   typical configs, the corners and the large tiles), ``n_init`` in all;
 2. **Model-guided**: a Gaussian process on log(roofline fraction) over every measured config
    (failed configs enter at the worst value seen; ``failed_in_model=False`` leaves them out)
    ranks the unmeasured valid configs by expected improvement times their estimated
@@ -106,7 +109,7 @@ class ModelSearch:
     """Ask/tell proposer over the valid configs of one problem (see the module docstring)."""
 
     def __init__(self, space: SearchSpace, ctx: Context, seed: int | None,
-                 n_init: int = 7, init: str = "alternate", fail_penalty: float = 0.0,
+                 n_init: int = 7, init: str = "alternate-snap", fail_penalty: float = 0.0,
                  xi: float = 0.0, local_every: int = 2,
                  prior: Callable[[Config], float] | None = None,
                  warm_start: Sequence[Config] = (), local_top: int = 3,
@@ -132,7 +135,8 @@ class ModelSearch:
         self.rng = np.random.default_rng(seed)
         self.n_init = n_init
         self.init = init
-        self.design = InitialDesign(init, n_init, self.rng)
+        self.design = InitialDesign(init, n_init, self.rng,
+                                    [len(list(p.values())) for p in space.params])
         self.fail_penalty = fail_penalty
         self.xi = xi
         self.local_every = local_every
