@@ -40,9 +40,12 @@ def test_a_job_no_worker_serves_says_so(cli_env, tmp_path):
                          "interpret", "--trials", "2"], cli_env, timeout=300)
     assert submitted.returncode == 0, submitted.stderr
     assert "no live worker serves cpu" in submitted.stderr
+    # Ctrl-C's default action in the child, even where the suite itself was started with SIGINT
+    # ignored (a background job of a non-interactive shell), which a child would inherit.
     watch = subprocess.Popen([sys.executable, "-m", "tuner", "watch", "1"], env=cli_env,
                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+                             text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(12)
     watch.send_signal(signal.SIGINT)
     _, err = watch.communicate(timeout=60)
