@@ -52,7 +52,7 @@ def test_a_latin_hypercube_start_spreads_over_each_parameters_values():
 def test_an_unknown_design_is_refused():
     for name in ("sobol", "cycle-", "cycle-RX", "RMSM"):
         with pytest.raises(ValueError, match="init must be one of"):
-            InitialDesign(name, 7, np.random.default_rng(0))
+            InitialDesign(name, 7, np.random.default_rng(0), [2, 3])
 
 
 def test_designs_are_cycles_of_random_maximin_and_snapped_picks():

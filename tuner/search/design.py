@@ -95,7 +95,7 @@ class InitialDesign:
     each parameter's number of declared values, in the space's order (for ``S`` picks)."""
 
     def __init__(self, init: str, n: int, rng: np.random.Generator,
-                 value_counts: Sequence[int] = ()) -> None:
+                 value_counts: Sequence[int]) -> None:
         self.cycle = cycle_of(init)
         self.init, self.n, self.rng = init, n, rng
         self._steps = np.array([max(c - 1, 1) for c in value_counts], dtype=float)
