@@ -93,7 +93,10 @@ def _add(x_ptr, y_ptr, n, BLOCK: tl.constexpr, DELTA: tl.constexpr, OFFSET: tl.c
     tl.store(y_ptr + OFFSET + offs, tl.load(x_ptr + offs, mask=mask) + DELTA, mask=mask)
 
 
-_calls: dict[int, int] = {}
+#: Calls so far are counted on the input tensor itself: a count keyed by ``id()`` outlives the
+#: tensor, and a later trial's fresh tensor at the same address would inherit it (a
+#: ``hang_run`` config then hung on its first call, mistaken for a compile hang).
+CALLS_ATTR = "_fault_kernel_calls"
 
 
 def make_inputs(problem, dtype, seed, device):
@@ -104,8 +107,8 @@ def make_inputs(problem, dtype, seed, device):
 
 def launch(tensors, problem, config):
     mode = config["mode"]
-    calls = _calls.get(id(tensors["x"]), 0)
-    _calls[id(tensors["x"])] = calls + 1
+    calls = getattr(tensors["x"], CALLS_ATTR, 0)
+    setattr(tensors["x"], CALLS_ATTR, calls + 1)
     block, delta = config["BLOCK"], 1.0
     if mode == "compile_error":
         block = 48
