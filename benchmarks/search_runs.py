@@ -63,11 +63,16 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                           "pow2_features": "auto"},
     "feas+fails+diverse-mixed+pow2auto+snap": {**_FEAS_FAILS, "diverse_tops": "mixed",
                                                "pow2_features": "auto", "init": "alternate-snap"},
+    "feas+fails+diverse-mixed+pow2auto+snap+alt10": {**_FEAS_FAILS, "diverse_tops": "mixed",
+                                                     "pow2_features": "auto",
+                                                     "init": "alternate-snap",
+                                                     "alternatives_after": 10},
 }
 for _consts in VARIANTS.values():  # measured before diverse_tops existed: the three best
     _consts.setdefault("diverse_tops", "never")
     _consts.setdefault("pow2_features", "off")  # measured before the power-of-two feature
     _consts.setdefault("init", "alternate")  # measured before the snapped picks (``S``)
+    _consts.setdefault("alternatives_after", 0)  # measured before the stalled alternatives
 
 
 def shipped_variant() -> str:
@@ -75,7 +80,8 @@ def shipped_variant() -> str:
     params = inspect.signature(ModelSearch.__init__).parameters
     shipped = {k: params[k].default for k in ("feasibility", "failed_in_model",
                                               "explore_after", "diverse_tops",
-                                              "pow2_features", "init")}
+                                              "pow2_features", "init",
+                                              "alternatives_after")}
     return next(name for name, consts in VARIANTS.items() if consts == shipped)
 
 

@@ -31,11 +31,12 @@ def test_normal_scores_keep_order_share_ties_and_are_symmetric():
 
 def test_every_second_guided_proposal_moves_a_best_config_widening_when_stuck():
     """Local steps: one parameter of one of the three best configs; two parameters of the best
-    one too once ``widen_after`` measurements have brought no new best."""
+    one too once ``widen_after`` measurements have brought no new best (the stalled
+    alternatives off: ``tests/fast/test_local_steps.py`` checks those)."""
     rec = load_recording(replay_file("dedispersion_A4000.json.gz"))
     space = recorded_space(rec)
     search = ModelSearch(space, Context(rec.problem(), "fp32"), seed=3, explore_after=0,
-                         diverse_tops="never")
+                         diverse_tops="never", alternatives_after=0)
     measured: list[tuple[float, dict]] = []
     kinds = {"one": 0, "two": 0}
     for n in range(80):
@@ -72,10 +73,11 @@ def test_local_steps_move_the_best_config_of_another_basin_too(tops_rule):
     """``diverse_tops="always"``: a local step changes one parameter of the best config of one
     of the three best basins; ``"mixed"``: of one of the two best configs or of the best config
     of the best other basin (two parameters of the best one's once stalled, either way); on this
-    space some local steps start from a basin other than the best one's."""
+    space some local steps start from a basin other than the best one's (the stalled
+    alternatives off)."""
     rec = load_recording(replay_file("convolution_A6000.json.gz"))
     search = ModelSearch(recorded_space(rec), Context(rec.problem(), "fp32"), seed=1,
-                         diverse_tops=tops_rule)
+                         diverse_tops=tops_rule, alternatives_after=0)
     measured: list[tuple[float, dict]] = []
     elsewhere = 0
     for n in range(60):

@@ -73,6 +73,7 @@ def test_the_shipped_default_is_one_of_the_candidates():
     params = inspect.signature(ModelSearch.__init__).parameters
     shipped = {k: params[k].default for k in ("feasibility", "failed_in_model",
                                               "explore_after", "diverse_tops",
-                                              "pow2_features", "init")}
+                                              "pow2_features", "init",
+                                              "alternatives_after")}
     assert shipped in VARIANTS.values()
     assert all(set(consts) == set(shipped) for consts in VARIANTS.values())  # all constants

@@ -33,6 +33,11 @@ budget in two phases:
    instead of piling onto one point. ``explore_after`` (0: off, the default) is a measured
    candidate that was not chosen: once that many measurements bring no new best, local steps
    refine around one basin after another and global steps maximise an upper confidence bound.
+   ``alternatives_after`` (10; 0: off): once that many measurements bring no new best, each
+   local step starts from one *alternative* instead (``tuner.search.local.alternative``): the
+   best config whose value of one parameter differs from the best one's, the parameters in
+   turn — a hill climb from the best config of a value the model has learnt is poor on
+   average, where a needle optimum can sit.
 
 Both GPs see, besides each parameter's value, whether an integer size is a power of two where
 the space mixes both (``pow2_features="auto"``, ``tuner.search.encoding``): a flag switched on
@@ -51,14 +56,13 @@ The service never runs this search alone with a prior: ``tuner.search.hedged`` p
 cold twin.
 
 The constants (``feasibility``, ``failed_in_model``, ``explore_after``, ``diverse_tops``,
-``pow2_features``) were
+``pow2_features``, ``init``, ``alternatives_after``) were
 chosen held out among the candidates of ``benchmarks/search_runs.py``; measured:
 ``benchmarks/search_efficiency.py`` (README, "Search quality").
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable
 from collections.abc import Sequence
@@ -69,6 +73,7 @@ from search_spaces import Config
 from search_spaces import Context
 from search_spaces import SearchSpace
 from search_spaces import canonical_json as _key
+from tuner.search import local
 from tuner.search.candidates import valid_candidates
 from tuner.search.design import InitialDesign
 from tuner.search.design import index_matrix
@@ -116,7 +121,7 @@ class ModelSearch:
                  widen_after: int = 10, feasibility: bool = True,
                  failed_in_model: bool = True, explore_after: int = 0,
                  prior_trust: bool = False, diverse_tops: str = "mixed",
-                 pow2_features: str = "auto") -> None:
+                 pow2_features: str = "auto", alternatives_after: int = 10) -> None:
         if diverse_tops not in DIVERSE_TOPS:
             raise ValueError(f"diverse_tops must be one of {', '.join(DIVERSE_TOPS)}")
         if pow2_features not in POW2_FEATURES:
@@ -129,6 +134,8 @@ class ModelSearch:
         self.failed_in_model = failed_in_model or not feasibility
         self.explore_after = explore_after
         self.widen_after = widen_after
+        self.alternatives_after = alternatives_after
+        self._turn = 0  # the parameter whose alternative a stalled local step refines next
         self.space = space
         self.warm_start = [dict(c) for c in warm_start]
         self.ctx = ctx
@@ -291,6 +298,12 @@ class ModelSearch:
                 tops = self._diverse(order)[:self.local_top]  # one best config per basin
             elif self.diverse_tops == "mixed":  # the two best, and the best of another basin
                 tops = order[:self.local_top - 1] + self._diverse(order)[1:2]
+            if self.alternatives_after and stalled >= self.alternatives_after:
+                # Stalled: refine from the best config of another value of one parameter, the
+                # parameters in turn (``tuner.search.local.alternative``).
+                other = local.alternative(self.space, self._ensure(), order, self._turn)
+                self._turn += 1
+                tops = [other] if other is not None else tops
             if stuck:  # refine around one basin after another: the best config of each
                 basins = self._diverse(order)
                 self._rotation += 1
@@ -355,30 +368,12 @@ class ModelSearch:
 
     def _moves(self, idx: int, free: set[int], depth: int) -> np.ndarray:
         """Unmeasured valid configs that differ from candidate ``idx`` in exactly ``depth``
-        parameters (any other values of them)."""
-        assert self._candidates is not None
-        base = self._candidates[idx]
-        out = []
-        for group in itertools.combinations(self.space.active_params(base), depth):
-            others = [[v for v in p.values() if v != base[p.name]] for p in group]
-            for values in itertools.product(*others):
-                moved = {**base, **{p.name: v for p, v in zip(group, values, strict=True)}}
-                j = self._index.get(_key(moved))
-                if j is not None and j in free:
-                    out.append(j)
-        return np.array(out, dtype=int)
+        parameters (``tuner.search.local.moves``)."""
+        return local.moves(self.space, self._ensure(), self._index, idx, free, depth)
 
     def _diverse(self, order: list[int]) -> list[int]:
-        """The best measured config, then, best first, every measured config that differs from
-        each one already picked in at least DIVERSE_PARAMS parameters (one per basin)."""
-        assert self._candidates is not None
-        picked: list[int] = []
-        for i in order:
-            config = self._candidates[i]
-            if all(sum(config.get(k) != v for k, v in self._candidates[j].items())
-                   >= DIVERSE_PARAMS for j in picked):
-                picked.append(i)
-        return picked
+        """One measured config per basin, best first (``tuner.search.local.basins``)."""
+        return local.basins(self._ensure(), order, DIVERSE_PARAMS)
 
     def _since_best(self) -> int:
         """Measurements finished since the best one so far (0: the last one is the best)."""
