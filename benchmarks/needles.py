@@ -9,8 +9,9 @@ of each candidate of ``benchmarks.search_runs.VARIANTS`` on each file and report
 the mean, the 10th percentile and the number of runs below ``--stuck`` of the optimum (and
 the mean at B = 100). Table on stdout, JSON to ``--out``.
 
-    python benchmarks/needles.py --candidates \
-        feas+fails+diverse-mixed+pow2auto,feas+fails+diverse-mixed+pow2auto+snap
+    python benchmarks/needles.py --seeds 80 --first-seed 140 --candidates \
+        feas+fails+diverse-mixed+pow2auto+snap,feas+fails+diverse-mixed+pow2auto+snap+alt10 \
+        --out benchmarks/results/needles_alternatives.json
 """
 
 from __future__ import annotations
