@@ -1,5 +1,6 @@
 """The valid configs a search chooses among: every one when the space is small enough to
-enumerate, else a uniform sample of the space filtered by the constraints."""
+enumerate or its valid configs few enough for a pruned walk to find them all
+(``search_spaces.pruned``), else a uniform sample of the space filtered by the constraints."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from search_spaces import Config
 from search_spaces import Context
 from search_spaces import SearchSpace
 from search_spaces import canonical_json
+from search_spaces.pruned import pruned_valid_configs
 
 MAX_CANDIDATES = 50_000
 #: A space too large to enumerate is sampled (up to MAX_CANDIDATES valid configs from 20 times
@@ -19,14 +21,21 @@ MAX_CANDIDATES = 50_000
 #: ENOUGH_CANDIDATES valid configs.
 SAMPLE_SECONDS = 2.0
 ENOUGH_CANDIDATES = 500
+#: Wall seconds the pruned walk may take before the space is sampled instead.
+WALK_SECONDS = 2.0
 
 
 def valid_candidates(space: SearchSpace, ctx: Context, rng: np.random.Generator,
                      limit: int = MAX_CANDIDATES) -> list[Config]:
-    """Every valid config when there are at most ``limit`` points, else a uniform sample of the
-    space filtered by the constraints (see ``SAMPLE_SECONDS``); valid seeds always included."""
+    """The valid configs for ``ctx``, at most ``limit``: on a grid of at most ``4 * limit``
+    points every one (a random ``limit`` of them if there are more); on a larger grid every
+    one if the pruned walk finds at most ``limit`` within WALK_SECONDS, else a uniform sample
+    of the grid filtered by the constraints (see ``SAMPLE_SECONDS``), valid seeds included."""
     if space.size() <= limit * 4:
-        configs = list(space.valid_configs(ctx))
+        configs: list[Config] | None = list(space.valid_configs(ctx))
+    else:  # huge, but its valid configs may be few (a fused chain on a small problem)
+        configs = pruned_valid_configs(space, ctx, limit, WALK_SECONDS)
+    if configs is not None:
         if len(configs) <= limit:
             return configs
         picks = rng.choice(len(configs), limit, replace=False)
