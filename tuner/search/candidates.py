@@ -22,19 +22,20 @@ MAX_CANDIDATES = 50_000
 SAMPLE_SECONDS = 2.0
 ENOUGH_CANDIDATES = 500
 #: Wall seconds the pruned walk may take before the space is sampled instead.
-WALK_SECONDS = 2.0
+WALK_SECONDS = 3.0
 
 
 def valid_candidates(space: SearchSpace, ctx: Context, rng: np.random.Generator,
                      limit: int = MAX_CANDIDATES) -> list[Config]:
     """The valid configs for ``ctx``, at most ``limit``: on a grid of at most ``4 * limit``
-    points every one (a random ``limit`` of them if there are more); on a larger grid every
-    one if the pruned walk finds at most ``limit`` within WALK_SECONDS, else a uniform sample
-    of the grid filtered by the constraints (see ``SAMPLE_SECONDS``), valid seeds included."""
+    points every one, and on a larger grid every one if the pruned walk finds at most
+    ``4 * limit`` within WALK_SECONDS (a random ``limit`` of them if there are more than
+    ``limit``); else a uniform sample of the grid filtered by the constraints (see
+    ``SAMPLE_SECONDS``), valid seeds included."""
     if space.size() <= limit * 4:
         configs: list[Config] | None = list(space.valid_configs(ctx))
     else:  # huge, but its valid configs may be few (a fused chain on a small problem)
-        configs = pruned_valid_configs(space, ctx, limit, WALK_SECONDS)
+        configs = pruned_valid_configs(space, ctx, limit * 4, WALK_SECONDS)
     if configs is not None:
         if len(configs) <= limit:
             return configs
