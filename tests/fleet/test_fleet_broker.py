@@ -4,15 +4,21 @@ a worker that does stop says so with a non-zero exit status."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
 import time
 
 import pytest
+from kombu.connection import Connection
+from kombu.entity import Exchange
+from kombu.entity import Queue
+from kombu.message import Message
 
 from tests.conftest import FAULT_KERNEL
 from tests.conftest import ROOT
+from workers.broker import TRANSPORT
 
 pytestmark = pytest.mark.integration
 FAST = ["--backend", "interpret", "--rep-ms", "5", "--seed", "0", "--confirm-top", "0"]
@@ -80,3 +86,33 @@ def test_an_asked_stop_exits_zero_and_a_lost_broker_state_stops_nothing(fleet):
                        "--sampler", "grid", *FAST)
     fleet.wait_finished(job)
     fleet.assert_exactly_once(job)
+
+
+def test_an_acknowledgement_redis_refused_still_frees_the_prefetch_window(redis_server):
+    """A trial that finishes while Redis is down cannot acknowledge its message. With prefetch
+    1, kombu's channel kept that message as outstanding and never asked for another, so the
+    worker stopped consuming for good; the fleet's transport lets it go (``workers.broker``)."""
+    queue = Queue("cpu", Exchange("cpu", type="direct"), routing_key="cpu")
+    received: list[Message] = []
+
+    def publish(body: dict[str, int]) -> None:
+        with Connection(redis_server.url, transport=TRANSPORT) as producer_connection:
+            producer_connection.Producer().publish(body, exchange=queue.exchange,
+                                                   routing_key="cpu", declare=[queue])
+
+    publish({"n": 0})
+    keep = [lambda _body, message: received.append(message)]
+    with Connection(redis_server.url, transport=TRANSPORT) as connection, \
+            connection.Consumer(queue, callbacks=keep) as consumer:
+        consumer.qos(prefetch_count=1)
+        connection.drain_events(timeout=30)
+        redis_server.stop()  # every message is lost, the delivered one included
+        with pytest.raises(connection.connection_errors):
+            received[0].ack()
+        redis_server.start()
+        publish({"n": 1})
+        deadline = time.monotonic() + 30
+        while len(received) < 2 and time.monotonic() < deadline:
+            with contextlib.suppress(TimeoutError, *connection.connection_errors):
+                connection.drain_events(timeout=1)  # the first read finds the old socket closed
+    assert [m.payload for m in received] == [{"n": 0}, {"n": 1}]
