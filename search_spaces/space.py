@@ -23,6 +23,7 @@ from search_spaces.context import Context
 from search_spaces.params import IntRange
 from search_spaces.params import Param
 from search_spaces.params import param_from_json
+from search_spaces.pruned import valid_points
 
 Config = dict[str, Any]
 
@@ -128,9 +129,12 @@ class SearchSpace:
             yield from self._expand(partial, index + 1)
         del partial[p.name]
 
-    def valid_configs(self, ctx: Context) -> Iterator[Config]:
-        """Points of the space that satisfy every constraint for ``ctx``."""
-        return (c for c in self.configs() if all(k.check(c, ctx) for k in self.constraints))
+    def valid_configs(self, ctx: Context, deadline: float | None = None) -> Iterator[Config]:
+        """Points of the space that satisfy every constraint for ``ctx``, in ``configs``'s
+        order, lazily: a walk that prunes every completion of a partial config a constraint
+        already refuses (``search_spaces.pruned``). Raises ``WalkExpired`` once
+        ``time.monotonic()`` passes ``deadline`` (``None``: never)."""
+        return valid_points(self.params, self.constraints, ctx, deadline)
 
     def size(self) -> int:
         """Number of points (constraints not applied)."""

@@ -62,6 +62,7 @@ from tuner.kernels.identity import BUILTIN
 from tuner.optuna.mirror import Mirror
 from tuner.search import Proposer
 from tuner.search import Told
+from tuner.search.candidates import count_valid
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +70,6 @@ log = logging.getLogger(__name__)
 MAX_FREE_STREAK = 500
 #: Proposals one fill may examine before yielding (keeps a step short).
 MAX_PROPOSALS_PER_STEP = 200
-#: Spaces up to this size are enumerated to detect that every valid config was measured.
-MAX_ENUMERATED_SPACE = 200_000
 
 FINAL_JOB_STATES = ("completed", "failed")
 NOT_COUNTED = (TrialStatus.INVALID, TrialStatus.CANCELLED)
@@ -90,6 +89,7 @@ class _ProblemRun:
     free_streak: int = 0
     failures: FailureStreak = field(default_factory=FailureStreak)
     valid_count: int | None = None
+    counted: bool = False
     exhausted: bool = False
 
 
@@ -282,8 +282,10 @@ class JobDriver:
         return None
 
     def _valid_count(self, run: _ProblemRun) -> int | None:
-        if run.valid_count is None and self.kernel.space.size() <= MAX_ENUMERATED_SPACE:
-            run.valid_count = sum(1 for _ in self.kernel.space.valid_configs(run.ctx))
+        """The problem's number of valid configs (counted once; ``None``: too many to count),
+        to detect that every one was measured."""
+        if not run.counted:
+            run.valid_count, run.counted = count_valid(self.kernel.space, run.ctx), True
         return run.valid_count
 
     # -- fill ---------------------------------------------------------------------------------

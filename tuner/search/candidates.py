@@ -1,9 +1,10 @@
-"""The valid configs a search chooses among: every one when the space is small enough to
-enumerate or its valid configs few enough for a pruned walk to find them all
-(``search_spaces.pruned``), else a uniform sample of the space filtered by the constraints."""
+"""The valid configs a search chooses among: every one when the space is small or its valid
+configs few enough for the pruned walk (``SearchSpace.valid_configs``) to find them all in a
+few seconds, else a uniform sample of the space filtered by the constraints."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator
 
@@ -13,7 +14,7 @@ from search_spaces import Config
 from search_spaces import Context
 from search_spaces import SearchSpace
 from search_spaces import canonical_json
-from search_spaces.pruned import pruned_valid_configs
+from search_spaces.pruned import WalkExpired
 
 MAX_CANDIDATES = 50_000
 #: A space too large to enumerate is sampled (up to MAX_CANDIDATES valid configs from 20 times
@@ -23,6 +24,29 @@ SAMPLE_SECONDS = 2.0
 ENOUGH_CANDIDATES = 500
 #: Wall seconds the pruned walk may take before the space is sampled instead.
 WALK_SECONDS = 3.0
+#: ``count_valid`` counts every valid config of a grid of at most COUNT_ALL_POINTS points; on
+#: a larger grid it gives up past COUNT_SECONDS or COUNT_MOST valid configs.
+COUNT_ALL_POINTS = 200_000
+COUNT_SECONDS = 1.0
+COUNT_MOST = 50_000
+
+
+def count_valid(space: SearchSpace, ctx: Context) -> int | None:
+    """How many valid configs ``space`` has for ``ctx``, or ``None`` when the grid is larger
+    than COUNT_ALL_POINTS and the pruned walk needs more than COUNT_SECONDS (wall) or finds
+    more than COUNT_MOST valid configs (a search budget never measures them all)."""
+    if space.size() <= COUNT_ALL_POINTS:
+        return sum(1 for _ in space.valid_configs(ctx))
+    return _walked_count(space, ctx)
+
+
+def _walked_count(space: SearchSpace, ctx: Context) -> int | None:
+    walk = space.valid_configs(ctx, deadline=time.monotonic() + COUNT_SECONDS)
+    try:
+        count = sum(1 for _ in itertools.islice(walk, COUNT_MOST + 1))
+    except WalkExpired:
+        return None
+    return count if count <= COUNT_MOST else None
 
 
 def valid_candidates(space: SearchSpace, ctx: Context, rng: np.random.Generator,
@@ -32,10 +56,7 @@ def valid_candidates(space: SearchSpace, ctx: Context, rng: np.random.Generator,
     ``4 * limit`` within WALK_SECONDS (a random ``limit`` of them if there are more than
     ``limit``); else a uniform sample of the grid filtered by the constraints (see
     ``SAMPLE_SECONDS``), valid seeds included."""
-    if space.size() <= limit * 4:
-        configs: list[Config] | None = list(space.valid_configs(ctx))
-    else:  # huge, but its valid configs may be few (a fused chain on a small problem)
-        configs = pruned_valid_configs(space, ctx, limit * 4, WALK_SECONDS)
+    configs = _walked(space, ctx, limit * 4)
     if configs is not None:
         if len(configs) <= limit:
             return configs
@@ -53,6 +74,17 @@ def valid_candidates(space: SearchSpace, ctx: Context, rng: np.random.Generator,
                 and time.monotonic() - start > SAMPLE_SECONDS:
             break  # constraints are slow to check here: this sample is enough to search
     return list(found.values())
+
+
+def _walked(space: SearchSpace, ctx: Context, most: int) -> list[Config] | None:
+    """Every valid config, or ``None`` when there are more than ``most`` of them, or when the
+    grid has more than ``most`` points and the walk takes more than WALK_SECONDS."""
+    deadline = None if space.size() <= most else time.monotonic() + WALK_SECONDS
+    try:
+        configs = list(itertools.islice(space.valid_configs(ctx, deadline), most + 1))
+    except WalkExpired:
+        return None
+    return configs if len(configs) <= most else None
 
 
 def _random_points(space: SearchSpace, rng: np.random.Generator, n: int) -> Iterator[Config]:
