@@ -16,8 +16,8 @@ of the candidate chosen on the *other* families (leave one family out), by ``sco
 
 Fraction of the target's optimum after B target measurements (B = 10, 20, 50); a pair
 **hurts** where warm < cold - 1 se (se of the difference). ``--seeds`` seeds each. The same
-test is also applied to the cold search against itself on other seeds (``cold again``, seeds
-from ``AGAIN_SEED``): a search no different from cold is flagged in about one cell in six by
+test is also applied to the cold search against itself on other seeds (``cold again``, each
+seed + ``AGAIN_OFFSET``): a search no different from cold is flagged in about one cell in six by
 chance, and that count, measured in the same run, is the floor the warm start's count is read
 against; cells below cold by more than 2 se are counted too.
 
@@ -73,10 +73,15 @@ VARIANTS: dict[str, dict[str, Any]] = {
 BASELINE = "blind"
 #: Run by default: the service before hedging and the shipped default's neighbours.
 DEFAULT_CANDIDATES = ("blind", "hedged", "hedged60", "hedged+trust", "hedged60+trust")
-#: The cold search once more on other seeds (seeds AGAIN_SEED, AGAIN_SEED + 1, …): how many
-#: cells a search no different from cold is flagged in, by chance.
+#: The cold search once more on other seeds (each seed + AGAIN_OFFSET): how many cells a search
+#: no different from cold is flagged in, by chance.
 AGAIN = "cold again"
-AGAIN_SEED = 1000
+AGAIN_OFFSET = 1000
+#: The first seed of every run: the default search's constants were chosen on seeds 0-19 (of
+#: other files, but files of one family share a grid, so a seed draws the same random picks on
+#: each), and on those seeds the cold search measures about 0.03 above any other seeds at
+#: B = 10 and 20; reported figures come from seeds never used to choose anything.
+FIRST_SEED = 5000
 AMD = re.compile(r"AMD|Radeon|Instinct|MI\d+|W\d{4}")
 Result = tuple[dict[str, Any], float | None]
 
@@ -128,8 +133,8 @@ def _task(args: tuple[str, str, str, int]) -> tuple[str, str, str, list[float]]:
     target, source, variant, seed = args
     budget = max(BUDGETS)
     if variant in ("cold", AGAIN):
-        start = AGAIN_SEED if variant == AGAIN else 0
-        return target, source, variant, simulate(target, "default", start + seed, budget).curve
+        shift = AGAIN_OFFSET if variant == AGAIN else 0
+        return target, source, variant, simulate(target, "default", seed + shift, budget).curve
     results = results_of(source)
     ranked = sorted((r for r in results if r[1] is not None), key=lambda r: -(r[1] or 0.0))
     warm = [config for config, _ in ranked[:3]]
@@ -288,6 +293,9 @@ def _chance_text(summary: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--first-seed", type=int, default=FIRST_SEED,
+                        help="seeds FIRST_SEED, FIRST_SEED + 1, …; 0-19 chose the default's "
+                        "constants (default: %(default)s)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--extra", nargs="*", type=Path, default=[],
                         help="more Kernel Tuner cache files (targets and sources)")
@@ -296,6 +304,7 @@ def main() -> None:
     parser.add_argument("--families", default="",
                         help="only these kernel families (comma-separated; default: all)")
     parser.add_argument("--no-regrid", action="store_true", help="no re-gridded sources")
+    parser.add_argument("--regrid-only", action="store_true", help="only re-gridded sources")
     parser.add_argument("--out", type=Path,
                         default=ROOT / "benchmarks" / "results" / "search_transfer.json")
     parser.add_argument("--merge", type=Path, metavar="JSON",
@@ -330,11 +339,12 @@ def main() -> None:
              if s != t and family(name_of(s)) == family(name_of(t))
              and (not wanted or family(name_of(t)) in wanted)]
     if not args.no_regrid:
-        pairs += [(t, f"regrid:{s}") for t, s in list(pairs)]
+        regrid = [(t, f"regrid:{s}") for t, s in pairs]
+        pairs = regrid if args.regrid_only else pairs + regrid
     targets = sorted({t for t, _ in pairs})
-    tasks = [(t, "-", v, seed) for t in targets for v in ("cold", AGAIN)
-             for seed in range(args.seeds)]
-    tasks += [(t, s, v, seed) for t, s in pairs for v in variants for seed in range(args.seeds)]
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    tasks = [(t, "-", v, seed) for t in targets for v in ("cold", AGAIN) for seed in seeds]
+    tasks += [(t, s, v, seed) for t, s in pairs for v in variants for seed in seeds]
     tasks.sort(key=lambda task: task[1])  # one source after another: its results are cached
     curves: dict[tuple[str, str, str], list[list[float]]] = {}
     with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
@@ -369,7 +379,8 @@ def main() -> None:
         print(f"  {v:>16} {score(rows, v):+.4f} {hurt}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
-        "budgets": BUDGETS, "seeds": args.seeds, "candidates": {v: VARIANTS[v] for v in variants},
+        "budgets": BUDGETS, "seeds": args.seeds, "first_seed": args.first_seed,
+        "candidates": {v: VARIANTS[v] for v in variants},
         "merged": {"from": str(args.merge), "run_now": args.candidates} if args.merge else None,
         "files": [name_of(f) for f in files], "pairs": rows, "summary": summary}, indent=1) + "\n")
     print(f"wrote {args.out}")

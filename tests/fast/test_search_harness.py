@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import json
+import subprocess
 import sys
 
 import numpy as np
@@ -77,3 +79,39 @@ def test_the_shipped_default_is_one_of_the_candidates():
                                               "alternatives_after")}
     assert shipped in VARIANTS.values()
     assert all(set(consts) == set(shipped) for consts in VARIANTS.values())  # all constants
+
+
+def test_the_seed_bias_benchmark_runs_each_range_on_its_own_seeds(tmp_path):
+    out = tmp_path / "bias.json"
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "seed_bias.py"),
+                           str(replay_file("pnpoly_RTX_3090.json.gz")), "--starts", "0,7",
+                           "--seeds", "2", "--jobs", "1", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.read_text())
+    for start in (0, 7):
+        expected = np.mean([simulate(str(replay_file("pnpoly_RTX_3090.json.gz")), "default",
+                                     seed, 10).curve[9] for seed in (start, start + 1)])
+        cell = report["files"]["pnpoly_RTX_3090"][str(start)]
+        assert cell["mean"][0] == pytest.approx(expected) and len(cell["se"]) == 3
+    assert report["ranges"]["0"]["minus_reference"]["10"] == 0.0
+    clash = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "seed_bias.py"),
+                            "--starts", "0,1", "--seeds", "2"],
+                           capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert clash.returncode == 2 and "overlap" in clash.stderr
+
+
+def test_seed_bias_verdicts_pool_the_later_ranges_against_the_best_peer():
+    from benchmarks.seed_bias import verdicts
+
+    cell = {"mean": 0.5, "se": 0.01}
+    saved = {"spaces": {"f": {"v:d": {b: {"mean": 0.9, "se": 0.01} for b in ("10", "20", "50")},
+                              "tpe": {b: cell for b in ("10", "20", "50")},
+                              "random": {b: {"mean": 0.4} for b in ("10", "20", "50")}}},
+             "held_out": {"leave_one_file_out": {"f": {"chosen": "v:d"}}}}
+    report = {"starts": [0, 100, 200], "files": {"f": {
+        "0": {"mean": [0.9] * 3, "se": [0.01] * 3},
+        "100": {"mean": [0.5, 0.2, 0.6], "se": [0.01] * 3},
+        "200": {"mean": [0.5, 0.2, 0.6], "se": [0.01] * 3}}}}
+    assert verdicts(saved, report) == {"cells": 3, "saved": {"ahead": 3},
+                                       "other seeds": {"within": 1, "behind": 1, "ahead": 1}}
