@@ -6,8 +6,11 @@ artifact (when an artifact folder is configured: ``TUNER_ARTIFACT_DIR``, default
 
 from __future__ import annotations
 
+import importlib.util
 import logging
+import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import optuna
@@ -22,6 +25,43 @@ from tuner.charts import roofline_png
 from tuner.charts import stored_ceilings
 
 log = logging.getLogger(__name__)
+
+#: Where ``optuna_dashboard``'s note module is kept once loaded on its own (``note_saver``).
+NOTE_MODULE = "tuner_optuna_dashboard_note"
+
+
+def note_saver() -> Callable[[optuna.Study, str], None]:
+    """``optuna_dashboard.save_note``, without importing the dashboard's web application.
+
+    ``import optuna_dashboard`` loads its server, which imports ``optuna.importance`` and so
+    scikit-learn where it is installed: about 1.9 s of every ``tuner tune`` for one function
+    that writes study attributes. Its module (``optuna_dashboard/_note.py``, which imports only
+    optuna) is loaded from its file instead; when that fails, the package is imported."""
+    if "optuna_dashboard" in sys.modules:
+        return _public_saver()
+    module = sys.modules.get(NOTE_MODULE)
+    if module is None:
+        found = importlib.util.find_spec("optuna_dashboard")
+        origin = Path(found.origin) if found is not None and found.origin else None
+        spec = None if origin is None else importlib.util.spec_from_file_location(
+            NOTE_MODULE, origin.parent / "_note.py")
+        try:
+            if spec is None or spec.loader is None:
+                raise ImportError("optuna_dashboard/_note.py not found")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        except (ImportError, OSError, SyntaxError):
+            return _public_saver()
+        sys.modules[NOTE_MODULE] = module
+    saver: Callable[[optuna.Study, str], None] = module.save_note
+    return saver
+
+
+def _public_saver() -> Callable[[optuna.Study, str], None]:
+    from optuna_dashboard import save_note
+
+    saver: Callable[[optuna.Study, str], None] = save_note
+    return saver
 
 
 def note_markdown(problem: Problem, best: Trial | None, counts: dict[str, int],
@@ -56,7 +96,7 @@ def note_markdown(problem: Problem, best: Trial | None, counts: dict[str, int],
 def annotate_job(sessions: so.sessionmaker[so.Session], storage: optuna.storages.BaseStorage,
                  job_id: int, artifact_dir: Path | None) -> int:
     """Note (and chart) every finished problem of a job; returns how many were annotated."""
-    from optuna_dashboard import save_note
+    save_note = note_saver()
 
     with sessions() as session:
         job = repo.get_job(session, job_id)
