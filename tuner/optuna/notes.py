@@ -53,8 +53,8 @@ def note_saver() -> Callable[[optuna.Study, str], None]:
         except (ImportError, OSError, SyntaxError):
             return _public_saver()
         sys.modules[NOTE_MODULE] = module
-    saver: Callable[[optuna.Study, str], None] = module.save_note
-    return saver
+    saver: Callable[[optuna.Study, str], None] | None = getattr(module, "save_note", None)
+    return saver if callable(saver) else _public_saver()
 
 
 def _public_saver() -> Callable[[optuna.Study, str], None]:
