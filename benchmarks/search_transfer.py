@@ -68,7 +68,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
                             "probe": 3},
     "hedged+trust+probe4": {"hedged": True, "lead_share": 0.75, "prior_trust": True,
                             "probe": 4},
+    "hedged+trust+clear90": {"hedged": True, "lead_share": 0.75, "prior_trust": True,
+                             "clear_share": 0.9},
 }
+for _options in VARIANTS.values():  # a candidate that does not name it keeps LEAD_SHARE throughout
+    if _options.get("hedged"):
+        _options.setdefault("clear_share", None)
 #: The service before hedging: a reference, not a candidate (``choose``).
 BASELINE = "blind"
 #: Run by default: the service before hedging and the shipped default's neighbours.

@@ -115,6 +115,30 @@ def test_a_misleading_prior_loses_the_lead_and_a_right_one_keeps_it():
     assert right.agreement() > 0.5
 
 
+def _split(search, warm_fraction, cold_fraction, proposals):
+    """Proposals each twin made when every warm result is ``warm_fraction`` and every cold one
+    ``cold_fraction``."""
+    made = {"warm": 0, "cold": 0}
+    for _ in range(proposals):
+        asked = search.ask()
+        arm = search._arm[asked.number][0]
+        made[arm] += 1
+        search.tell(asked.number, warm_fraction if arm == "warm" else cold_fraction)
+    return made
+
+
+def test_a_clear_lead_takes_the_clear_share_and_a_narrow_one_the_lead_share():
+    rec = load_recording(replay_file("pnpoly_RTX_3090.json.gz"))
+    space, ctx = recorded_space(rec), Context(rec.problem(), "fp32")
+    prior = _exact_prior(rec)
+    clear = _split(HedgedSearch(space, ctx, 1, prior, [], clear_share=0.9), 0.9, 0.2, 30)
+    assert clear["cold"] <= 2 + 0.1 * 30  # the two probes, then a tenth
+    narrow = _split(HedgedSearch(space, ctx, 1, prior, [], clear_share=0.9), 0.9, 0.6, 30)
+    assert 0.2 * 30 <= narrow["cold"] <= 2 + 0.25 * 30
+    off = _split(HedgedSearch(space, ctx, 1, prior, [], clear_share=None), 0.9, 0.2, 30)
+    assert off == narrow
+
+
 def test_the_services_warm_twin_believes_its_prior_only_as_far_as_it_agrees():
     """The default hedge weights the warm twin's prior by its rank agreement: an inverted prior
     is weighted 0 once measured, an exact one fully; ``prior_trust=False`` believes it whole."""

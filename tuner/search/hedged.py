@@ -9,8 +9,9 @@ goes to one of them: the first to the warm search; then, until both have measure
 ``PROBE`` configs, alternately; from then on ``LEAD_SHARE`` of the proposals to the search whose
 own best measured config is better, the rest to the other (a prior that proves worse than a
 cold start gets ever fewer measurements; one that finds the optimum loses nothing to the
-cold search's share). A config one of them proposes that the other already measured is told
-its result at once and never measured twice.
+cold search's share) — ``CLEAR_SHARE`` instead while the other's best is below
+``CLEAR_RATIO`` of the leader's (a clear lead). A config one of them proposes that the other
+already measured is told its result at once and never measured twice.
 
 The warm search weights its prior by the prior's rank agreement with what has been measured
 (``ModelSearch(prior_trust=True)``, ``PRIOR_TRUST``), so a prior that proves misleading steers
@@ -50,6 +51,10 @@ PROBE = 2
 #: Share of the proposals the leading search makes (chosen held out among 0.6 and 0.75 in
 #: ``benchmarks/search_transfer.py``).
 LEAD_SHARE = 0.75
+#: Share of the proposals the leader makes while the other's best is below CLEAR_RATIO of its
+#: best (``None``: LEAD_SHARE throughout; chosen held out in ``benchmarks/search_transfer.py``).
+CLEAR_SHARE: float | None = 0.9
+CLEAR_RATIO = 0.5
 #: The warm search weights its prior by its rank agreement (chosen held out on three of the four
 #: families and on all pairs in ``benchmarks/search_transfer.py``, candidate ``hedged+trust``).
 PRIOR_TRUST = True
@@ -65,8 +70,10 @@ class HedgedSearch:
     def __init__(self, space: SearchSpace, ctx: Context, seed: int | None,
                  prior: Callable[[Config], float] | None, warm_start: Sequence[Config],
                  lead_share: float = LEAD_SHARE, probe: int = PROBE, share: bool = False,
-                 prior_trust: bool = PRIOR_TRUST, fold: bool = FOLD, **options: Any) -> None:
+                 prior_trust: bool = PRIOR_TRUST, fold: bool = FOLD,
+                 clear_share: float | None = CLEAR_SHARE, **options: Any) -> None:
         self.lead_share, self.probe, self.share = lead_share, probe, share
+        self.clear_share = clear_share
         self.fold = fold and prior_trust
         self.warm = ModelSearch(space, ctx, seed, prior=prior, warm_start=warm_start,
                                 prior_trust=prior_trust, **options)
@@ -94,7 +101,11 @@ class HedgedSearch:
             return "warm"  # its prior weighs nothing: a cold search with every measurement
         lead = "warm" if self._best["warm"] >= self._best["cold"] else "cold"
         other = "cold" if lead == "warm" else "warm"
-        return lead if made[lead] < self.lead_share * (total + 1) else other
+        share = self.lead_share
+        if self.clear_share is not None and \
+                self._best[other] < CLEAR_RATIO * self._best[lead]:
+            share = self.clear_share
+        return lead if made[lead] < share * (total + 1) else other
 
     # -- the proposer protocol ----------------------------------------------------------------
     def rebuild(self, history: Sequence[Told]) -> None:
