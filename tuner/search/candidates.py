@@ -37,16 +37,8 @@ def count_valid(space: SearchSpace, ctx: Context) -> int | None:
     more than COUNT_MOST valid configs (a search budget never measures them all)."""
     if space.size() <= COUNT_ALL_POINTS:
         return sum(1 for _ in space.valid_configs(ctx))
-    return _walked_count(space, ctx)
-
-
-def _walked_count(space: SearchSpace, ctx: Context) -> int | None:
-    walk = space.valid_configs(ctx, deadline=time.monotonic() + COUNT_SECONDS)
-    try:
-        count = sum(1 for _ in itertools.islice(walk, COUNT_MOST + 1))
-    except WalkExpired:
-        return None
-    return count if count <= COUNT_MOST else None
+    walked = _walked(space, ctx, COUNT_MOST, COUNT_SECONDS)
+    return None if walked is None else len(walked)
 
 
 def valid_candidates(space: SearchSpace, ctx: Context, rng: np.random.Generator,
@@ -56,7 +48,7 @@ def valid_candidates(space: SearchSpace, ctx: Context, rng: np.random.Generator,
     ``4 * limit`` within WALK_SECONDS (a random ``limit`` of them if there are more than
     ``limit``); else a uniform sample of the grid filtered by the constraints (see
     ``SAMPLE_SECONDS``), valid seeds included."""
-    configs = _walked(space, ctx, limit * 4)
+    configs = _walked(space, ctx, limit * 4, WALK_SECONDS)
     if configs is not None:
         if len(configs) <= limit:
             return configs
@@ -76,10 +68,10 @@ def valid_candidates(space: SearchSpace, ctx: Context, rng: np.random.Generator,
     return list(found.values())
 
 
-def _walked(space: SearchSpace, ctx: Context, most: int) -> list[Config] | None:
+def _walked(space: SearchSpace, ctx: Context, most: int, seconds: float) -> list[Config] | None:
     """Every valid config, or ``None`` when there are more than ``most`` of them, or when the
-    grid has more than ``most`` points and the walk takes more than WALK_SECONDS."""
-    deadline = None if space.size() <= most else time.monotonic() + WALK_SECONDS
+    grid has more than ``most`` points and the walk takes more than ``seconds`` (wall)."""
+    deadline = None if space.size() <= most else time.monotonic() + seconds
     try:
         configs = list(itertools.islice(space.valid_configs(ctx, deadline), most + 1))
     except WalkExpired:
