@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import search_heldout as ho  # noqa: E402
+from benchmarks.saved import load_report  # noqa: E402
 from benchmarks.search_peers import KT_STRATEGIES  # noqa: E402
 from benchmarks.search_peers import random_exact  # noqa: E402
 from benchmarks.search_runs import VARIANTS  # noqa: E402
@@ -180,7 +181,7 @@ def main() -> None:
                         help="print the README's tables from a saved report; run nothing")
     args = parser.parse_args()
     if args.render:
-        print(markdown(json.loads(args.render.read_text())))
+        print(markdown(load_report(parser, args.render)))
         return
     files = [str(f) for f in args.files] or sorted(
         str(f) for f in (ROOT / "benchmarks" / "data" / "replay").glob("*.json*"))
@@ -225,7 +226,7 @@ def main() -> None:
         stats[names[f]] = per
     kept: dict[str, Any] = {}
     if args.merge:
-        kept = json.loads(args.merge.read_text())
+        kept = load_report(parser, args.merge)
         for name, per in stats.items():
             for search, cells in kept["spaces"][name].items():
                 per.setdefault(search, cells)

@@ -45,6 +45,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.saved import load_report  # noqa: E402
 from benchmarks.search_heldout import family  # noqa: E402
 from benchmarks.search_runs import recording  # noqa: E402
 from benchmarks.search_runs import simulate  # noqa: E402
@@ -321,7 +322,7 @@ def main() -> None:
                         help="with --render: write the re-run selection back to the report")
     args = parser.parse_args()
     if args.render:  # selection re-run with this file's score, so the tables follow it
-        report = json.loads(args.render.read_text())
+        report = load_report(parser, args.render)
         report["summary"] = summarise(report["pairs"], choose(report["pairs"],
                                                                list(report["candidates"])))
         if args.reselect:
@@ -369,7 +370,7 @@ def main() -> None:
             "warm": {v: {str(b): cell(curves[(t, s, v)], b) for b in BUDGETS}
                      for v in variants}})
     if args.merge:
-        kept = json.loads(args.merge.read_text())["pairs"]
+        kept = load_report(parser, args.merge)["pairs"]
         saved = {(r["target"], r["source"]): r for r in kept}
         for r in rows:
             for v, cells in saved[(r["target"], r["source"])]["warm"].items():

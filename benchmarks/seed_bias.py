@@ -36,6 +36,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.saved import load_report  # noqa: E402
 from benchmarks.search_runs import recording  # noqa: E402
 from benchmarks.search_runs import shipped_variant  # noqa: E402
 from benchmarks.search_runs import simulate  # noqa: E402
@@ -103,8 +104,8 @@ def main() -> None:
     if args.render:
         if not args.peers_from:
             parser.exit(2, "error: --render needs --peers-from\n")
-        saved = json.loads(args.render.read_text())
-        saved["verdicts"] = verdicts(json.loads(args.peers_from.read_text()), saved)
+        saved = load_report(parser, args.render)
+        saved["verdicts"] = verdicts(load_report(parser, args.peers_from), saved)
         args.render.write_text(json.dumps(saved, indent=1) + "\n")
         return
     try:
@@ -162,7 +163,7 @@ def main() -> None:
                 f"B={b} {d:+.3f} ± {e:.3f}" for b, d, e in zip(BUDGETS, diffs.mean(0), se,
                                                                strict=True)))
     if args.peers_from:
-        report["verdicts"] = verdicts(json.loads(args.peers_from.read_text()), report)
+        report["verdicts"] = verdicts(load_report(parser, args.peers_from), report)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1) + "\n")
     print(f"wrote {args.out}")

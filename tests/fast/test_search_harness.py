@@ -115,3 +115,16 @@ def test_seed_bias_verdicts_pool_the_later_ranges_against_the_best_peer():
         "200": {"mean": [0.5, 0.2, 0.6], "se": [0.01] * 3}}}}
     assert verdicts(saved, report) == {"cells": 3, "saved": {"ahead": 3},
                                        "other seeds": {"within": 1, "behind": 1, "ahead": 1}}
+
+
+@pytest.mark.parametrize("script", ["search_efficiency.py", "search_transfer.py", "seed_bias.py"])
+def test_a_saved_report_that_is_missing_or_not_json_is_one_error_line(script, tmp_path):
+    not_json = tmp_path / "notes.txt"
+    not_json.write_text("not a report\n")
+    for path, says in ((tmp_path / "missing.json", "No such file"), (not_json, "not a JSON")):
+        extra = ["--peers-from", str(path)] if script == "seed_bias.py" else []
+        done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script),
+                               "--render", str(path), *extra],
+                              capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.startswith("error: ") and says in done.stderr, done.stderr
