@@ -81,7 +81,8 @@ def main() -> None:
             mid = np.array([r[2] for r in done])
             table[name][c] = {"mean": float(end.mean()), "p10": float(np.percentile(end, 10)),
                               "stuck": int((end < args.stuck).sum()), "runs": len(end),
-                              "mean_at_100": float(mid.mean())}
+                              "mean_at_100": float(mid.mean()),
+                              "at_200": [float(v) for v in end]}  # seed order
             t = table[name][c]
             print(f"  {name:>20} {c:>42} {t['mean']:.3f} / {t['p10']:.3f} / "
                   f"{t['stuck']} of {t['runs']} ({t['mean_at_100']:.3f})")

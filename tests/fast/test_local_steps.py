@@ -3,6 +3,8 @@ stalled search refines from."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from search_spaces import Context
 from search_spaces.recorded import load_recording
 from search_spaces.recorded import recorded_space
@@ -68,3 +70,55 @@ def test_a_stalled_search_refines_from_the_alternatives_in_turn(monkeypatch):
             assert checked >= 5 and search._turn == len(picked), (checked, search._turn)
         else:
             assert not picked and search._turn == 0
+
+
+def test_untried_keeps_the_moves_no_measured_config_but_the_base_is_beside():
+    """Value indices of three parameters: the base, two measured configs, four moves."""
+    rows = np.array([
+        [0, 0, 0],  # 0: the base (the alternative)
+        [0, 1, 1],  # 1: measured
+        [2, 2, 0],  # 2: measured
+        [1, 0, 0],  # 3: a move of the first parameter: two from 1 and from 2 -> untried
+        [0, 1, 0],  # 4: one from measured 1 -> tried
+        [2, 0, 0],  # 5: one from measured 2 -> tried
+        [0, 0, 2],  # 6: two from 1 and three from 2 -> untried
+    ], dtype=float)
+    near = np.array([3, 4, 5, 6])
+    assert local.untried(rows, [0, 1, 2], 0, near).tolist() == [3, 6]
+    # Nothing measured but the base: every move is untried; no moves: none.
+    assert local.untried(rows, [0], 0, near).tolist() == [3, 4, 5, 6]
+    assert local.untried(rows, [0, 1], 0, np.array([], dtype=int)).tolist() == []
+    # An inactive parameter (NaN) counts as one value of its own.
+    rows[3, 2] = np.nan
+    assert local.untried(rows, [0, 1, 2], 0, near).tolist() == [3, 6]
+
+
+def test_with_untried_first_a_stalled_climb_from_an_alternative_goes_where_nothing_was_measured(
+        monkeypatch):
+    """On the A6000 convolution with ``untried_first``: every local step from an alternative
+    that has untried moves proposes one of them; without it, the spy is never asked."""
+    rec = load_recording(replay_file("convolution_A6000.json.gz"))
+    offered: list[set[int]] = []
+    real = local.untried
+
+    def spy(rows, measured, base, near):
+        out = real(rows, measured, base, near)
+        offered.append({int(j) for j in out})
+        return out
+
+    monkeypatch.setattr(local, "untried", spy)
+    for first in (False, True):
+        offered.clear()
+        search = ModelSearch(recorded_space(rec), Context(rec.problem(), "fp32"), seed=144,
+                             alternatives_after=5, untried_first=first)
+        checked = 0
+        for _ in range(60):
+            before = len(offered)
+            asked = search.ask()
+            assert asked is not None
+            if len(offered) > before and offered[-1]:
+                assert search._index_of(asked.config) in offered[-1]
+                checked += 1
+            t = rec.entries[rec.key_of(asked.config)]["time"]
+            search.tell(asked.number, rec.best_time_ms() / t if isinstance(t, float) else None)
+        assert checked >= 5 if first else not offered, checked

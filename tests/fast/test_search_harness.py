@@ -21,6 +21,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import search_heldout as ho
 from benchmarks.search_peers import fractions_of
 from benchmarks.search_peers import random_exact
+from benchmarks.search_runs import CONSTANTS
 from benchmarks.search_runs import VARIANTS
 from benchmarks.search_runs import recording
 from benchmarks.search_runs import simulate
@@ -73,12 +74,12 @@ def test_held_out_choice_never_sees_the_left_out_file():
 
 def test_the_shipped_default_is_one_of_the_candidates():
     params = inspect.signature(ModelSearch.__init__).parameters
-    shipped = {k: params[k].default for k in ("feasibility", "failed_in_model",
-                                              "explore_after", "diverse_tops",
-                                              "pow2_features", "init",
-                                              "alternatives_after")}
+    shipped = {k: params[k].default for k in CONSTANTS}
     assert shipped in VARIANTS.values()
     assert all(set(consts) == set(shipped) for consts in VARIANTS.values())  # all constants
+    # The constants chosen so far are among them.
+    assert set(CONSTANTS) >= {"feasibility", "failed_in_model", "explore_after", "diverse_tops",
+                              "pow2_features", "init", "alternatives_after"}
 
 
 def test_the_seed_bias_benchmark_runs_each_range_on_its_own_seeds(tmp_path):

@@ -69,3 +69,34 @@ def alternative(space: SearchSpace, candidates: Sequence[Config], order: Sequenc
         if found is not None:
             return found
     return None
+
+
+def untried(rows: np.ndarray, measured: Sequence[int], base: int,
+            near: np.ndarray) -> np.ndarray:
+    """The configs of ``near`` (moves from candidate ``base``) that no ``measured`` config
+    other than ``base`` is within one parameter of; ``rows``: every candidate's value indices
+    (``tuner.search.design.index_matrix``). A hill climb from an alternative tries these first:
+    the model, which learnt the other parameters from the rest of the space, would keep the
+    climb among the values that are good there (a needle's block size never measured beside
+    ``use_shmem=0``)."""
+    others = [i for i in measured if i != base]
+    if not len(near) or not others:
+        return near
+    moved, seen = np.nan_to_num(rows[near], nan=-1.0), np.nan_to_num(rows[others], nan=-1.0)
+    apart = (moved[:, None, :] != seen[None, :, :]).sum(axis=2)
+    out: np.ndarray = near[apart.min(axis=1) > 1]
+    return out
+
+
+def elsewhere(rows: np.ndarray, best: int, pool: np.ndarray, turn: int) -> np.ndarray:
+    """The members of ``pool`` whose value of the ``turn``-th parameter (cyclically, among
+    the parameters with more than one value in ``rows``, every candidate's value indices)
+    differs from candidate ``best``'s; empty if none does."""
+    varied = [j for j in range(rows.shape[1])
+              if len(np.unique(np.nan_to_num(rows[:, j], nan=-1.0))) > 1]
+    if not varied or not len(pool):
+        return pool[:0]
+    column = varied[turn % len(varied)]
+    values = np.nan_to_num(rows[:, column], nan=-1.0)
+    out: np.ndarray = pool[values[pool] != values[best]]
+    return out

@@ -121,7 +121,10 @@ class ModelSearch:
                  widen_after: int = 10, feasibility: bool = True,
                  failed_in_model: bool = True, explore_after: int = 0,
                  prior_trust: bool = False, diverse_tops: str = "mixed",
-                 pow2_features: str = "auto", alternatives_after: int = 10) -> None:
+                 pow2_features: str = "auto", alternatives_after: int = 10,
+                 untried_first: bool = False, best_turns: bool = False,
+                 stalled_local: bool = False, stalled_global: bool = False,
+                 local_alternatives: bool = True) -> None:
         if diverse_tops not in DIVERSE_TOPS:
             raise ValueError(f"diverse_tops must be one of {', '.join(DIVERSE_TOPS)}")
         if pow2_features not in POW2_FEATURES:
@@ -135,6 +138,12 @@ class ModelSearch:
         self.explore_after = explore_after
         self.widen_after = widen_after
         self.alternatives_after = alternatives_after
+        self.untried_first = untried_first
+        self.best_turns = best_turns
+        self.stalled_local = stalled_local
+        self.stalled_global = stalled_global
+        self.local_alternatives = local_alternatives
+        self._global_turn = 0
         self._turn = 0  # the parameter whose alternative a stalled local step refines next
         self.space = space
         self.warm_start = [dict(c) for c in warm_start]
@@ -157,6 +166,7 @@ class ModelSearch:
         self._x = np.zeros((0, 0))  # the models' features
         self._plain_x = self._x  # the initial design's and the pool's (no power-of-two flags)
         self._index: dict[str, int] = {}
+        self._value_rows: np.ndarray | None = None
         self.observed: dict[int, float | None] = {}  # candidate -> log fraction, None = failed
         self.pending: set[int] = set()
         self._numbers: dict[int, int] = {}  # trial number -> candidate
@@ -188,6 +198,12 @@ class ModelSearch:
             else:
                 self._prior = np.zeros(len(self._candidates))
         return self._candidates
+
+    def _rows(self) -> np.ndarray:
+        """Every candidate's value indices (``tuner.search.design.index_matrix``), built once."""
+        if self._value_rows is None:
+            self._value_rows = index_matrix(self.space, self._ensure())
+        return self._value_rows
 
     def _index_of(self, config: Config) -> int | None:
         self._ensure()
@@ -274,7 +290,7 @@ class ModelSearch:
                 return int(pool[int(np.argmax(scores))])
             pool = pool[scores >= np.quantile(scores, 0.9)]
         return self.design.pick(pool, taken, self._plain_x,
-                                lambda: index_matrix(self.space, self._ensure()),
+                                self._rows,
                                 spread_only=self.prior is not None)
 
     def _guided(self, free: list[int]) -> int:
@@ -289,7 +305,9 @@ class ModelSearch:
         y = np.concatenate([ys, np.full(len(failed), ys.min() - self.fail_penalty)])
         self._steps += 1
         stalled = self._since_best()
-        if self.local_every and self._steps % self.local_every == 0:
+        if self.local_every and (self._steps % self.local_every == 0 or (
+                self.stalled_local and self.alternatives_after
+                and stalled >= self.alternatives_after)):
             order = [done[i] for i in np.argsort(-ys)]
             stuck = bool(self.explore_after) and stalled >= self.explore_after
             tops = order[:self.local_top]
@@ -298,12 +316,19 @@ class ModelSearch:
                 tops = self._diverse(order)[:self.local_top]  # one best config per basin
             elif self.diverse_tops == "mixed":  # the two best, and the best of another basin
                 tops = order[:self.local_top - 1] + self._diverse(order)[1:2]
-            if self.alternatives_after and stalled >= self.alternatives_after:
+            other = None
+            if self.alternatives_after and stalled >= self.alternatives_after and \
+                    self.local_alternatives:
                 # Stalled: refine from the best config of another value of one parameter, the
-                # parameters in turn (``tuner.search.local.alternative``).
-                other = local.alternative(self.space, self._ensure(), order, self._turn)
+                # parameters in turn (``tuner.search.local.alternative``); with
+                # ``best_turns``, every other time from the best config itself.
                 self._turn += 1
-                tops = [other] if other is not None else tops
+                if self.best_turns and self._turn % 2 == 0:
+                    tops = order[:1]
+                else:
+                    turn = (self._turn - 1) // 2 if self.best_turns else self._turn - 1
+                    other = local.alternative(self.space, self._ensure(), order, turn)
+                    tops = [other] if other is not None else tops
             if stuck:  # refine around one basin after another: the best config of each
                 basins = self._diverse(order)
                 self._rotation += 1
@@ -313,6 +338,9 @@ class ModelSearch:
             if self.widen_after and stalled >= self.widen_after:
                 moves.append(self._moves(tops[0], free_set, 2))  # stuck: two at a time
             near = np.unique(np.concatenate(moves))
+            if self.untried_first and other is not None:
+                untried = local.untried(self._rows(), list(self.observed), other, moves[0])
+                near = untried if len(untried) else near
             if len(near):
                 # Ranks, not log fractions: among near-optimal configs the differences that
                 # matter are far smaller than the log model's noise term.
@@ -326,6 +354,15 @@ class ModelSearch:
         y = y - weight * self._prior[idx]
         self._fit(self._gp, idx, y)
         pool = self._pool(free, [done[i] for i in np.argsort(-ys)[:TOP_K]])
+        if self.stalled_global and self.alternatives_after and \
+                stalled >= self.alternatives_after:
+            # Stalled: the configs whose value of one parameter differs from the best's (the
+            # parameters in turn): the model's pick in a part of the space it has learnt
+            # little of.
+            self._global_turn += 1
+            elsewhere = local.elsewhere(self._rows(), done[int(np.argmax(ys))], pool,
+                                        self._global_turn)
+            pool = elsewhere if len(elsewhere) else pool
         mean, std = self._gp.predict(self._x[pool])
         mean = mean + weight * self._prior[pool]
         feasible = self._feasible(pool, self._gp)
