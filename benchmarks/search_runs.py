@@ -67,37 +67,16 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                                      "pow2_features": "auto",
                                                      "init": "alternate-snap",
                                                      "alternatives_after": 10},
-    "feas+fails+diverse-mixed+pow2auto+snap+alt10+untried": {
+    "feas+fails+diverse-mixed+pow2auto+snap+alt10+global-only+sweep": {
         **_FEAS_FAILS, "diverse_tops": "mixed", "pow2_features": "auto",
-        "init": "alternate-snap", "alternatives_after": 10, "untried_first": True},
-    "feas+fails+diverse-mixed+pow2auto+snap+alt10+best": {
-        **_FEAS_FAILS, "diverse_tops": "mixed", "pow2_features": "auto",
-        "init": "alternate-snap", "alternatives_after": 10, "best_turns": True},
-    "feas+fails+diverse-mixed+pow2auto+snap+alt10+local": {
-        **_FEAS_FAILS, "diverse_tops": "mixed", "pow2_features": "auto",
-        "init": "alternate-snap", "alternatives_after": 10, "stalled_local": True},
-    "feas+fails+diverse-mixed+pow2auto+snap+alt10+local+untried": {
-        **_FEAS_FAILS, "diverse_tops": "mixed", "pow2_features": "auto",
-        "init": "alternate-snap", "alternatives_after": 10, "stalled_local": True,
-        "untried_first": True},
-    "feas+fails+diverse-mixed+pow2auto+snap+alt10+global": {
-        **_FEAS_FAILS, "diverse_tops": "mixed", "pow2_features": "auto",
-        "init": "alternate-snap", "alternatives_after": 10, "stalled_global": True},
-    "feas+fails+diverse-mixed+pow2auto+snap+alt10+global-only": {
-        **_FEAS_FAILS, "diverse_tops": "mixed", "pow2_features": "auto",
-        "init": "alternate-snap", "alternatives_after": 10, "stalled_global": True,
-        "local_alternatives": False},
+        "init": "alternate-snap", "alternatives_after": 10, "alternatives": "elsewhere"},
 }
 for _consts in VARIANTS.values():  # measured before diverse_tops existed: the three best
     _consts.setdefault("diverse_tops", "never")
     _consts.setdefault("pow2_features", "off")  # measured before the power-of-two feature
     _consts.setdefault("init", "alternate")  # measured before the snapped picks (``S``)
     _consts.setdefault("alternatives_after", 0)  # measured before the stalled alternatives
-    _consts.setdefault("untried_first", False)  # measured before the untried-first climb
-    _consts.setdefault("best_turns", False)  # measured before the best config's turns
-    _consts.setdefault("stalled_local", False)  # measured before all-local stalled steps
-    _consts.setdefault("stalled_global", False)  # measured before the stalled global steps
-    _consts.setdefault("local_alternatives", True)
+    _consts.setdefault("alternatives", "local")  # measured before looking elsewhere
 
 
 #: The constants a candidate names (``ModelSearch`` keyword arguments).

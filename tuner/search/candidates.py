@@ -26,6 +26,11 @@ ENOUGH_CANDIDATES = 500
 WALK_SECONDS = 3.0
 #: ``count_valid`` counts every valid config of a grid of at most COUNT_ALL_POINTS points; on
 #: a larger grid it gives up past COUNT_SECONDS or COUNT_MOST valid configs.
+#: Candidates the model scores per proposal when there are more (``scored_pool``): a uniform
+#: sample plus the NEIGHBOURS nearest to each of the TOP_K best measured configs.
+MAX_SCORED = 4000
+TOP_K = 5
+NEIGHBOURS = 100
 COUNT_ALL_POINTS = 200_000
 COUNT_SECONDS = 1.0
 COUNT_MOST = 50_000
@@ -87,3 +92,19 @@ def _random_points(space: SearchSpace, rng: np.random.Generator, n: int) -> Iter
                 values = p.values()
                 config[p.name] = values[int(rng.integers(len(values)))]
         yield config
+
+
+def scored_pool(free: np.ndarray, best: list[int], features: np.ndarray,
+                rng: np.random.Generator) -> np.ndarray:
+    """The candidates the model scores this step (indices): every one of ``free`` when there
+    are at most MAX_SCORED; else a uniform sample plus the NEIGHBOURS nearest (Euclidean, in
+    ``features``) to each of the ``best`` measured candidates (at most TOP_K)."""
+    if len(free) <= MAX_SCORED:
+        return free
+    sample = rng.choice(free, MAX_SCORED - TOP_K * NEIGHBOURS, replace=False)
+    free_x = features[free]  # one copy for every best config
+    near = []
+    for i in best:
+        dist = ((free_x - features[i]) ** 2).sum(1)
+        near.append(free[np.argsort(dist)[:NEIGHBOURS]])
+    return np.unique(np.concatenate([sample, *near]))

@@ -49,6 +49,19 @@ def matern52(a: np.ndarray, b: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return k
 
 
+def success_share(x: np.ndarray, measured: np.ndarray, ok: np.ndarray,
+                  lengths: np.ndarray) -> np.ndarray:
+    """Estimated probability that each row of ``x`` runs: the kernel-weighted (``matern52``
+    under ``lengths``) share of successes (``ok``) among the ``measured`` rows, with one
+    pseudo-success and one pseudo-failure (Laplace smoothing); 1.0 where no failure is near,
+    so a config far from every failure keeps ~1."""
+    weights = matern52(x, measured, lengths)
+    near_failures = weights @ (~ok).astype(float)
+    successes = weights @ ok.astype(float)
+    share: np.ndarray = (successes + 1.0) / (successes + near_failures + 2.0)
+    return np.where(near_failures < 1e-3, 1.0, share)
+
+
 def negative_log_likelihood(kernel: np.ndarray, y: np.ndarray, noise: float) -> float:
     """Negative log marginal likelihood of targets ``y`` (n,) under the covariance ``kernel``
     (n, n) plus ``noise`` on the diagonal, without its constant ``n/2 ln 2 pi``; ``inf`` when

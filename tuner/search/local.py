@@ -9,6 +9,9 @@ taken in turn. A needle optimum often sits beside configs that are poor on avera
 parameter's other value (``use_shmem=0`` on a convolution whose ``use_shmem=0`` configs have a
 median of 1 % of the optimum, its needle among them); refining from the best config of that
 value is a hill climb the model alone, which has learnt that value is bad, does not start.
+The default search now goes there by its global steps instead (``elsewhere``): once stalled,
+each one is the model's pick among the configs whose value of one parameter, in turn, differs
+from the best config's.
 
 All functions take candidate indices (positions in the search's list of valid configs).
 """
@@ -71,32 +74,19 @@ def alternative(space: SearchSpace, candidates: Sequence[Config], order: Sequenc
     return None
 
 
-def untried(rows: np.ndarray, measured: Sequence[int], base: int,
-            near: np.ndarray) -> np.ndarray:
-    """The configs of ``near`` (moves from candidate ``base``) that no ``measured`` config
-    other than ``base`` is within one parameter of; ``rows``: every candidate's value indices
-    (``tuner.search.design.index_matrix``). A hill climb from an alternative tries these first:
-    the model, which learnt the other parameters from the rest of the space, would keep the
-    climb among the values that are good there (a needle's block size never measured beside
-    ``use_shmem=0``)."""
-    others = [i for i in measured if i != base]
-    if not len(near) or not others:
-        return near
-    moved, seen = np.nan_to_num(rows[near], nan=-1.0), np.nan_to_num(rows[others], nan=-1.0)
-    apart = (moved[:, None, :] != seen[None, :, :]).sum(axis=2)
-    out: np.ndarray = near[apart.min(axis=1) > 1]
-    return out
+def varied_columns(rows: np.ndarray) -> list[int]:
+    """The columns of ``rows`` (every candidate's value indices, ``tuner.search.design.
+    index_matrix``) that take more than one value (an inactive parameter's NaN is one)."""
+    filled = np.nan_to_num(rows, nan=-1.0)
+    return [j for j in range(filled.shape[1]) if len(np.unique(filled[:, j])) > 1]
 
 
-def elsewhere(rows: np.ndarray, best: int, pool: np.ndarray, turn: int) -> np.ndarray:
-    """The members of ``pool`` whose value of the ``turn``-th parameter (cyclically, among
-    the parameters with more than one value in ``rows``, every candidate's value indices)
-    differs from candidate ``best``'s; empty if none does."""
-    varied = [j for j in range(rows.shape[1])
-              if len(np.unique(np.nan_to_num(rows[:, j], nan=-1.0))) > 1]
+def elsewhere(rows: np.ndarray, varied: Sequence[int], best: int, pool: np.ndarray,
+              turn: int) -> np.ndarray:
+    """The members of ``pool`` whose value of the ``turn``-th parameter (cyclically, among the
+    ``varied`` columns of ``rows``) differs from candidate ``best``'s; empty if none does."""
     if not varied or not len(pool):
         return pool[:0]
-    column = varied[turn % len(varied)]
-    values = np.nan_to_num(rows[:, column], nan=-1.0)
+    values = np.nan_to_num(rows[:, varied[turn % len(varied)]], nan=-1.0)
     out: np.ndarray = pool[values[pool] != values[best]]
     return out

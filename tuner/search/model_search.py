@@ -16,28 +16,25 @@ budget in two phases:
    (failed configs enter at the worst value seen; ``failed_in_model=False`` leaves them out)
    ranks the unmeasured valid configs by expected improvement times their estimated
    probability of running (the **feasibility model**, ``feasibility``: the kernel-weighted
-   share of successes among the measured configs near each candidate, so the budget goes less
-   where configs fail); every ``local_every``-th
-   proposal instead maximises it among the configs that differ from one of ``local_top``
-   measured configs in a single parameter — by default (``diverse_tops="mixed"``) the two best
-   and the best config of the best other basin (configs ``DIVERSE_PARAMS`` or more parameters
-   apart), so a second basin as good as the first is refined too, not only near-copies at the
-   top of one (``"never"``: the three best; ``"always"``: the best config of each of the three
-   best basins; ``"stalled"``: those once ``widen_after`` measurements bring no new best) —
-   local refinement; once ``widen_after``
-   measurements have brought no new best, also those that differ from the best config in two
-   parameters, so a search stuck where no single change pays gets out), under a second GP fitted
-   to the normal scores of the ranks (a Gaussian copula: near the optimum the differences
-   that matter are finer than the log model's noise). Configs still in flight are fantasised
-   at their predicted value (kriging believer), so several proposals in a row spread out
-   instead of piling onto one point. ``explore_after`` (0: off, the default) is a measured
-   candidate that was not chosen: once that many measurements bring no new best, local steps
-   refine around one basin after another and global steps maximise an upper confidence bound.
-   ``alternatives_after`` (10; 0: off): once that many measurements bring no new best, each
-   local step starts from one *alternative* instead (``tuner.search.local.alternative``): the
-   best config whose value of one parameter differs from the best one's, the parameters in
-   turn — a hill climb from the best config of a value the model has learnt is poor on
-   average, where a needle optimum can sit.
+   share of successes among the measured configs near each candidate); every
+   ``local_every``-th proposal instead maximises it among the configs one parameter away from
+   ``local_top`` measured configs — by default (``diverse_tops="mixed"``) the two best and the
+   best of the best other basin (``DIVERSE_PARAMS`` or more parameters apart; ``"never"``: the
+   three best; ``"always"``: the best of each of the three best basins; ``"stalled"``: those
+   once ``widen_after`` measurements bring no new best), and once ``widen_after``
+   measurements bring no new best also two parameters from the best — under a second GP
+   fitted to the normal scores of the ranks (near the optimum the differences that matter are
+   finer than the log model's noise). Configs in flight are fantasised at their predicted
+   value (kriging believer), so proposals in a row spread out. ``explore_after`` (0: off) is
+   a measured candidate not chosen (stalled: basins in turn, an upper confidence bound).
+   **Stalled** (``alternatives_after`` = 10 measurements without a new best; 0: never), with
+   ``alternatives="elsewhere"`` (the default) each global step is the model's pick among the
+   configs whose value of one parameter differs from the best config's, the parameters in
+   turn (``tuner.search.local.elsewhere``: a needle optimum sits where the model has learnt a
+   value is poor on average, say ``use_shmem=0``), and each local step first measures the
+   best config's single-parameter neighbours that are left (the model may think a neighbour
+   poor that is the way up). ``"local"``, the default before, starts each stalled local step
+   from an *alternative* (``tuner.search.local.alternative``) instead.
 
 Both GPs see, besides each parameter's value, whether an integer size is a power of two where
 the space mixes both (``pow2_features="auto"``, ``tuner.search.encoding``): a flag switched on
@@ -56,7 +53,7 @@ The service never runs this search alone with a prior: ``tuner.search.hedged`` p
 cold twin.
 
 The constants (``feasibility``, ``failed_in_model``, ``explore_after``, ``diverse_tops``,
-``pow2_features``, ``init``, ``alternatives_after``) were
+``pow2_features``, ``init``, ``alternatives_after``, ``alternatives``) were
 chosen held out among the candidates of ``benchmarks/search_runs.py``; measured:
 ``benchmarks/search_efficiency.py`` (README, "Search quality").
 """
@@ -74,25 +71,22 @@ from search_spaces import Context
 from search_spaces import SearchSpace
 from search_spaces import canonical_json as _key
 from tuner.search import local
+from tuner.search.candidates import TOP_K
+from tuner.search.candidates import scored_pool
 from tuner.search.candidates import valid_candidates
 from tuner.search.design import InitialDesign
 from tuner.search.design import index_matrix
 from tuner.search.encoding import Encoder
 from tuner.search.gp import GaussianProcess
 from tuner.search.gp import expected_improvement
-from tuner.search.gp import matern52
 from tuner.search.gp import normal_scores
 from tuner.search.gp import rank_agreement
+from tuner.search.gp import success_share
 from tuner.search.proposer import Asked
 from tuner.search.proposer import Told
 from tuner.search.transfer import map_config
 
 REFIT_EVERY = 8
-#: Candidates scored by the model per proposal: a uniform sample plus the NEIGHBOURS nearest
-#: to each of the TOP_K best measured configs.
-MAX_SCORED = 4000
-TOP_K = 5
-NEIGHBOURS = 100
 #: Weight of the standard deviation in the stalled search's upper-confidence-bound steps.
 EXPLORE_KAPPA = 2.0
 #: Configs this many parameters apart are in distinct basins (``diverse_tops``, a stalled
@@ -106,6 +100,8 @@ DIVERSE_TOPS = ("never", "stalled", "always", "mixed")
 #: design and the pool spread over the plain features), or everywhere; ``"auto"``: in the
 #: models, switched on only where the data's likelihood pays for them (``tuner.search.gp``).
 POW2_FEATURES = ("off", "model", "everywhere", "auto")
+#: What a stalled search does (module docstring): look elsewhere, or climb from alternatives.
+ALTERNATIVES = ("elsewhere", "local")
 #: Measured configs from which the prior's rank agreement is computed (before: full trust).
 TRUST_POINTS = 4
 
@@ -122,13 +118,14 @@ class ModelSearch:
                  failed_in_model: bool = True, explore_after: int = 0,
                  prior_trust: bool = False, diverse_tops: str = "mixed",
                  pow2_features: str = "auto", alternatives_after: int = 10,
-                 untried_first: bool = False, best_turns: bool = False,
-                 stalled_local: bool = False, stalled_global: bool = False,
-                 local_alternatives: bool = True) -> None:
+                 alternatives: str = "elsewhere") -> None:
         if diverse_tops not in DIVERSE_TOPS:
             raise ValueError(f"diverse_tops must be one of {', '.join(DIVERSE_TOPS)}")
         if pow2_features not in POW2_FEATURES:
             raise ValueError(f"pow2_features must be one of {', '.join(POW2_FEATURES)}")
+        if alternatives not in ALTERNATIVES:
+            raise ValueError(f"alternatives must be one of {', '.join(ALTERNATIVES)}")
+        self.alternatives = alternatives
         self.pow2_features = pow2_features
         self.prior_trust = prior_trust
         self.diverse_tops = diverse_tops
@@ -138,13 +135,7 @@ class ModelSearch:
         self.explore_after = explore_after
         self.widen_after = widen_after
         self.alternatives_after = alternatives_after
-        self.untried_first = untried_first
-        self.best_turns = best_turns
-        self.stalled_local = stalled_local
-        self.stalled_global = stalled_global
-        self.local_alternatives = local_alternatives
-        self._global_turn = 0
-        self._turn = 0  # the parameter whose alternative a stalled local step refines next
+        self._turn = 0  # the parameter a stalled step turns to next
         self.space = space
         self.warm_start = [dict(c) for c in warm_start]
         self.ctx = ctx
@@ -166,7 +157,7 @@ class ModelSearch:
         self._x = np.zeros((0, 0))  # the models' features
         self._plain_x = self._x  # the initial design's and the pool's (no power-of-two flags)
         self._index: dict[str, int] = {}
-        self._value_rows: np.ndarray | None = None
+        self._rows: tuple[np.ndarray, list[int]] | None = None  # value indices, varied columns
         self.observed: dict[int, float | None] = {}  # candidate -> log fraction, None = failed
         self.pending: set[int] = set()
         self._numbers: dict[int, int] = {}  # trial number -> candidate
@@ -199,11 +190,12 @@ class ModelSearch:
                 self._prior = np.zeros(len(self._candidates))
         return self._candidates
 
-    def _rows(self) -> np.ndarray:
-        """Every candidate's value indices (``tuner.search.design.index_matrix``), built once."""
-        if self._value_rows is None:
-            self._value_rows = index_matrix(self.space, self._ensure())
-        return self._value_rows
+    def _value_rows(self) -> tuple[np.ndarray, list[int]]:
+        """Every candidate's value indices (``index_matrix``) and its varied columns, once."""
+        if self._rows is None:
+            rows = index_matrix(self.space, self._ensure())
+            self._rows = rows, local.varied_columns(rows)
+        return self._rows
 
     def _index_of(self, config: Config) -> int | None:
         self._ensure()
@@ -290,7 +282,7 @@ class ModelSearch:
                 return int(pool[int(np.argmax(scores))])
             pool = pool[scores >= np.quantile(scores, 0.9)]
         return self.design.pick(pool, taken, self._plain_x,
-                                self._rows,
+                                lambda: self._value_rows()[0],
                                 spread_only=self.prior is not None)
 
     def _guided(self, free: list[int]) -> int:
@@ -305,9 +297,8 @@ class ModelSearch:
         y = np.concatenate([ys, np.full(len(failed), ys.min() - self.fail_penalty)])
         self._steps += 1
         stalled = self._since_best()
-        if self.local_every and (self._steps % self.local_every == 0 or (
-                self.stalled_local and self.alternatives_after
-                and stalled >= self.alternatives_after)):
+        stuck_here = bool(self.alternatives_after) and stalled >= self.alternatives_after
+        if self.local_every and self._steps % self.local_every == 0:
             order = [done[i] for i in np.argsort(-ys)]
             stuck = bool(self.explore_after) and stalled >= self.explore_after
             tops = order[:self.local_top]
@@ -316,31 +307,25 @@ class ModelSearch:
                 tops = self._diverse(order)[:self.local_top]  # one best config per basin
             elif self.diverse_tops == "mixed":  # the two best, and the best of another basin
                 tops = order[:self.local_top - 1] + self._diverse(order)[1:2]
-            other = None
-            if self.alternatives_after and stalled >= self.alternatives_after and \
-                    self.local_alternatives:
+            if stuck_here and self.alternatives == "local":
                 # Stalled: refine from the best config of another value of one parameter, the
-                # parameters in turn (``tuner.search.local.alternative``); with
-                # ``best_turns``, every other time from the best config itself.
+                # parameters in turn (``tuner.search.local.alternative``).
+                other = local.alternative(self.space, self._ensure(), order, self._turn)
                 self._turn += 1
-                if self.best_turns and self._turn % 2 == 0:
-                    tops = order[:1]
-                else:
-                    turn = (self._turn - 1) // 2 if self.best_turns else self._turn - 1
-                    other = local.alternative(self.space, self._ensure(), order, turn)
-                    tops = [other] if other is not None else tops
+                tops = [other] if other is not None else tops
             if stuck:  # refine around one basin after another: the best config of each
                 basins = self._diverse(order)
                 self._rotation += 1
                 tops = [basins[self._rotation % len(basins)]]
             free_set = set(free)
-            moves = [self._moves(t, free_set, 1) for t in tops]
-            if self.widen_after and stalled >= self.widen_after:
-                moves.append(self._moves(tops[0], free_set, 2))  # stuck: two at a time
-            near = np.unique(np.concatenate(moves))
-            if self.untried_first and other is not None:
-                untried = local.untried(self._rows(), list(self.observed), other, moves[0])
-                near = untried if len(untried) else near
+            near = np.zeros(0, dtype=int)
+            if stuck_here and self.alternatives == "elsewhere":  # the best's neighbours left
+                near = self._moves(order[0], free_set, 1)
+            if not len(near):
+                moves = [self._moves(t, free_set, 1) for t in tops]
+                if self.widen_after and stalled >= self.widen_after:
+                    moves.append(self._moves(tops[0], free_set, 2))  # stuck: two at a time
+                near = np.unique(np.concatenate(moves))
             if len(near):
                 # Ranks, not log fractions: among near-optimal configs the differences that
                 # matter are far smaller than the log model's noise term.
@@ -353,16 +338,13 @@ class ModelSearch:
         weight = self.trust()  # the GP models what the prior gets wrong (zero without one)
         y = y - weight * self._prior[idx]
         self._fit(self._gp, idx, y)
-        pool = self._pool(free, [done[i] for i in np.argsort(-ys)[:TOP_K]])
-        if self.stalled_global and self.alternatives_after and \
-                stalled >= self.alternatives_after:
-            # Stalled: the configs whose value of one parameter differs from the best's (the
-            # parameters in turn): the model's pick in a part of the space it has learnt
-            # little of.
-            self._global_turn += 1
-            elsewhere = local.elsewhere(self._rows(), done[int(np.argmax(ys))], pool,
-                                        self._global_turn)
-            pool = elsewhere if len(elsewhere) else pool
+        pool = scored_pool(np.array(free), [done[i] for i in np.argsort(-ys)[:TOP_K]],
+                           self._plain_x, self.rng)
+        if stuck_here and self.alternatives == "elsewhere":  # one parameter's other values
+            self._turn += 1
+            rows, varied = self._value_rows()
+            there = local.elsewhere(rows, varied, done[int(np.argmax(ys))], pool, self._turn)
+            pool = there if len(there) else pool
         mean, std = self._gp.predict(self._x[pool])
         mean = mean + weight * self._prior[pool]
         feasible = self._feasible(pool, self._gp)
@@ -380,13 +362,10 @@ class ModelSearch:
         configs, under the regression GP's length scales, with one pseudo-success and one
         pseudo-failure (Laplace smoothing), so a config far from every failure keeps ~1."""
         measured = list(self.observed)
-        ok = np.array([self.observed[i] is not None for i in measured], dtype=float)
+        ok = np.array([self.observed[i] is not None for i in measured], dtype=bool)
         if not self.feasibility or ok.all() or gp.lengths is None:
             return np.ones(len(pool))
-        weights = matern52(self._x[pool], self._x[measured], gp.lengths)
-        near_failures = weights @ (1.0 - ok)
-        share: np.ndarray = (weights @ ok + 1.0) / (weights @ ok + near_failures + 2.0)
-        return np.where(near_failures < 1e-3, 1.0, share)
+        return success_share(self._x[pool], self._x[measured], ok, gp.lengths)
 
     def _fit(self, gp: GaussianProcess, idx: list[int], y: np.ndarray) -> None:
         """Fit ``gp`` to the measured candidates ``idx`` (targets ``y``), re-choosing its
@@ -416,20 +395,6 @@ class ModelSearch:
         """Measurements finished since the best one so far (0: the last one is the best)."""
         values = [-math.inf if y is None else y for y in self.observed.values()]
         return len(values) - 1 - int(np.argmax(values))
-
-    def _pool(self, free: list[int], best: list[int]) -> np.ndarray:
-        """The candidates the model scores this step: all of them when few; else a uniform
-        sample plus the nearest neighbours of the best measured configs."""
-        everything = np.array(free)
-        if len(everything) <= MAX_SCORED:
-            return everything
-        sample = self.rng.choice(everything, MAX_SCORED - TOP_K * NEIGHBOURS, replace=False)
-        free_x = self._plain_x[everything]  # one copy for every best config
-        near = []
-        for i in best:
-            dist = ((free_x - self._plain_x[i]) ** 2).sum(1)
-            near.append(everything[np.argsort(dist)[:NEIGHBOURS]])
-        return np.unique(np.concatenate([sample, *near]))
 
 
 def _log(fraction: float | None) -> float | None:
