@@ -70,6 +70,21 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "feas+fails+diverse-mixed+pow2auto+snap+alt10+global-only+sweep": {
         **_FEAS_FAILS, "diverse_tops": "mixed", "pow2_features": "auto",
         "init": "alternate-snap", "alternatives_after": 10, "alternatives": "elsewhere"},
+    "feas+fails+diverse-mixed+pow2auto+snap+alt10+global-only+sweep+climb": {
+        **_FEAS_FAILS, "diverse_tops": "mixed", "pow2_features": "auto",
+        "init": "alternate-snap", "alternatives_after": 10, "alternatives": "climb"},
+    "feas+fails+diverse-mixed+pow2auto+snap+alt10+global-only+sweep+climb2": {
+        **_FEAS_FAILS, "diverse_tops": "mixed", "pow2_features": "auto",
+        "init": "alternate-snap", "alternatives_after": 10, "alternatives": "climb",
+        "climb_patience": 2},
+    "feas+fails+diverse-mixed+pow2auto+snap+alt10+global-only+sweep+climb1": {
+        **_FEAS_FAILS, "diverse_tops": "mixed", "pow2_features": "auto",
+        "init": "alternate-snap", "alternatives_after": 10, "alternatives": "climb",
+        "climb_patience": 1},
+    "feas+fails+diverse-mixed+pow2auto+snap+alt10+global-only+sweep+climb8": {
+        **_FEAS_FAILS, "diverse_tops": "mixed", "pow2_features": "auto",
+        "init": "alternate-snap", "alternatives_after": 10, "alternatives": "climb",
+        "climb_patience": 8},
 }
 for _consts in VARIANTS.values():  # measured before diverse_tops existed: the three best
     _consts.setdefault("diverse_tops", "never")
@@ -77,6 +92,7 @@ for _consts in VARIANTS.values():  # measured before diverse_tops existed: the t
     _consts.setdefault("init", "alternate")  # measured before the snapped picks (``S``)
     _consts.setdefault("alternatives_after", 0)  # measured before the stalled alternatives
     _consts.setdefault("alternatives", "local")  # measured before looking elsewhere
+    _consts.setdefault("climb_patience", 4)  # no part unless alternatives="climb"
 
 
 #: The constants a candidate names (``ModelSearch`` keyword arguments).

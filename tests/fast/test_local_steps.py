@@ -121,3 +121,65 @@ def test_a_stalled_search_looks_elsewhere_and_sweeps_the_best_configs_neighbours
         search.tell(asked.number, fraction)
     assert checked["global"] >= 20 and checked["local"] >= 10, checked
     assert best_fraction == 1.0
+
+
+def test_a_climb_moves_its_head_up_and_starts_elsewhere_after_its_patience():
+    space = recorded_space(load_recording(replay_file("convolution_W6600.json.gz")))
+    candidates = [_conv(128, 1, 1, 4, 1, 0, 0),  # 0: the best
+                  _conv(64, 1, 1, 4, 1, 0, 0),   # 1: the block_size_x alternative
+                  _conv(128, 2, 1, 4, 1, 0, 0),  # 2: the block_size_y alternative
+                  _conv(64, 1, 2, 4, 1, 0, 0),   # 3: a neighbour of 1
+                  _conv(64, 1, 1, 2, 1, 0, 0),   # 4: another
+                  _conv(128, 2, 2, 4, 1, 0, 0)]  # 5: a neighbour of 2
+    observed: dict[int, float | None] = {0: 0.0, 1: -1.0, 2: -1.5}
+    order = [0, 1, 2]
+    around = {1: [3, 4], 2: [5], 3: [], 4: []}
+
+    def neighbours(i: int) -> np.ndarray:
+        return np.array([j for j in around.get(i, []) if j not in observed], dtype=int)
+
+    climb = local.Climb(patience=1)
+    assert climb.start(space, candidates, observed, order, neighbours).tolist() == [3, 4]
+    assert climb.head == 1  # the block_size_x alternative
+    climb.last, observed[3] = 3, -0.5  # better than the head: the head moves there
+    near = climb.start(space, candidates, observed, order, neighbours)
+    # 3 has no neighbour left: the climb starts again, from the block_size_y alternative.
+    assert climb.head == 2 and near.tolist() == [5]
+    climb.last, observed[5] = 5, None  # a failure is a miss; patience 1 is spent
+    assert climb.start(space, candidates, observed, order, neighbours).tolist() == [4]
+    # The next turns' parameters (tile sizes, flags) have no alternative among ``order``: the
+    # turn wraps round to block_size_x's, whose neighbour 4 is left.
+    assert climb.head == 1
+    assert local.Climb(patience=1).start(space, candidates, observed, [0], neighbours).size == 0
+
+
+def test_a_stalled_search_keeps_up_a_climb_out_of_the_use_shmem_basin():
+    """On the A6000 convolution, seed 113 left the search that only looks elsewhere in the
+    ``use_shmem=1`` basin at 0.778 (four parameters from the optimum). With a climb kept up
+    across the stalled local steps, every climb step proposes a config one parameter from the
+    climb's head, the climb starts from several alternatives, the first config above the
+    basin is a climb step's and the run ends at the optimum."""
+    rec = load_recording(replay_file("convolution_A6000.json.gz"))
+    search = ModelSearch(recorded_space(rec), Context(rec.problem(), "fp32"), seed=113,
+                         alternatives="climb", climb_patience=2)
+    candidates = search._ensure()
+    best_fraction, climb_steps, heads, first_out = 0.0, 0, set(), None
+    for _ in range(200):
+        asked = search.ask()
+        assert asked is not None
+        idx = search._index_of(asked.config)
+        climbing = search._climb.last == idx
+        if climbing:
+            head = candidates[search._climb.head]
+            assert sum(asked.config[k] != v for k, v in head.items()) == 1
+            climb_steps += 1
+            heads.add(search._climb.head)
+        t = rec.entries[rec.key_of(asked.config)]["time"]
+        fraction = rec.best_time_ms() / t if isinstance(t, float) else None
+        if first_out is None and (fraction or 0.0) > 0.78:
+            first_out = climbing
+        best_fraction = max(best_fraction, fraction or 0.0)
+        search.tell(asked.number, fraction)
+    assert climb_steps >= 20 and len(heads) >= 3, (climb_steps, heads)
+    assert first_out is True
+    assert best_fraction == 1.0

@@ -19,6 +19,7 @@ All functions take candidate indices (positions in the search's list of valid co
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 
@@ -90,3 +91,52 @@ def elsewhere(rows: np.ndarray, varied: Sequence[int], best: int, pool: np.ndarr
     values = np.nan_to_num(rows[:, varied[turn % len(varied)]], nan=-1.0)
     out: np.ndarray = pool[values[pool] != values[best]]
     return out
+
+
+class Climb:
+    """A hill climb a stalled search keeps up across its local steps (``alternatives="climb"``).
+
+    Its *head* starts at an ``alternative`` (the best measured config of another value of one
+    parameter, the parameters in turn) and moves to each climb step's config that measures
+    better than the head; after ``patience`` climb steps in a row that do not, or when the
+    head has no unmeasured neighbour left, the climb starts again from the next parameter's
+    alternative. One step at a time from a new start is how a needle's region is reached from
+    a config the model thinks poor: the alternatives taken one step each (``"local"``) never
+    get two steps in a row from the same start."""
+
+    def __init__(self, patience: int) -> None:
+        self.patience = patience
+        self.head: int | None = None
+        self.last: int | None = None  # the climb's last proposal
+        self.misses = 0
+        self.turn = 0
+
+    def start(self, space: SearchSpace, candidates: Sequence[Config],
+              observed: Mapping[int, float | None], order: Sequence[int],
+              neighbours: Callable[[int], np.ndarray]) -> np.ndarray:
+        """The configs the next climb step chooses among: the head's unmeasured neighbours
+        (``neighbours(head)``), after taking in the last step's result (``observed``: candidate
+        -> log fraction or ``None``; ``order``: measured candidates, best first)."""
+        if self.head is not None and self.last is not None and self.last in observed:
+            value, here = observed[self.last], observed.get(self.head)
+            if value is not None and (here is None or value > here):
+                self.head, self.misses = self.last, 0
+            else:
+                self.misses += 1
+            self.last = None
+        if self.head is not None and self.misses < self.patience:
+            near = neighbours(self.head)
+            if len(near):
+                return near
+        names = len(space.active_params(candidates[order[0]]))
+        for _ in range(max(1, names)):
+            self.head = alternative(space, candidates, order, self.turn)
+            self.turn += 1
+            self.misses = 0
+            if self.head is None:
+                break
+            near = neighbours(self.head)
+            if len(near):
+                return near
+        self.head = None
+        return np.zeros(0, dtype=int)

@@ -34,7 +34,11 @@ budget in two phases:
    value is poor on average, say ``use_shmem=0``), and each local step first measures the
    best config's single-parameter neighbours that are left (the model may think a neighbour
    poor that is the way up). ``"local"``, the default before, starts each stalled local step
-   from an *alternative* (``tuner.search.local.alternative``) instead.
+   from an *alternative* (``tuner.search.local.alternative``) instead; ``"climb"``, once the
+   best config's neighbours are all measured, spends the stalled local steps on a hill
+   climb from an alternative that it keeps up from step to step (``tuner.search.local.Climb``,
+   which starts again from the next parameter's alternative after ``climb_patience`` steps
+   that do not climb).
 
 Both GPs see, besides each parameter's value, whether an integer size is a power of two where
 the space mixes both (``pow2_features="auto"``, ``tuner.search.encoding``): a flag switched on
@@ -53,7 +57,7 @@ The service never runs this search alone with a prior: ``tuner.search.hedged`` p
 cold twin.
 
 The constants (``feasibility``, ``failed_in_model``, ``explore_after``, ``diverse_tops``,
-``pow2_features``, ``init``, ``alternatives_after``, ``alternatives``) were
+``pow2_features``, ``init``, ``alternatives_after``, ``alternatives``, ``climb_patience``) were
 chosen held out among the candidates of ``benchmarks/search_runs.py``; measured:
 ``benchmarks/search_efficiency.py`` (README, "Search quality").
 """
@@ -100,8 +104,11 @@ DIVERSE_TOPS = ("never", "stalled", "always", "mixed")
 #: design and the pool spread over the plain features), or everywhere; ``"auto"``: in the
 #: models, switched on only where the data's likelihood pays for them (``tuner.search.gp``).
 POW2_FEATURES = ("off", "model", "everywhere", "auto")
-#: What a stalled search does (module docstring): look elsewhere, or climb from alternatives.
-ALTERNATIVES = ("elsewhere", "local")
+#: What a stalled search does (module docstring): look elsewhere, refine from alternatives,
+#: or look elsewhere and keep up a climb from them.
+ALTERNATIVES = ("elsewhere", "local", "climb")
+#: Climb steps in a row without a better head before a stalled climb starts elsewhere.
+CLIMB_PATIENCE = 4
 #: Measured configs from which the prior's rank agreement is computed (before: full trust).
 TRUST_POINTS = 4
 
@@ -118,7 +125,7 @@ class ModelSearch:
                  failed_in_model: bool = True, explore_after: int = 0,
                  prior_trust: bool = False, diverse_tops: str = "mixed",
                  pow2_features: str = "auto", alternatives_after: int = 10,
-                 alternatives: str = "elsewhere") -> None:
+                 alternatives: str = "elsewhere", climb_patience: int = CLIMB_PATIENCE) -> None:
         if diverse_tops not in DIVERSE_TOPS:
             raise ValueError(f"diverse_tops must be one of {', '.join(DIVERSE_TOPS)}")
         if pow2_features not in POW2_FEATURES:
@@ -136,6 +143,7 @@ class ModelSearch:
         self.widen_after = widen_after
         self.alternatives_after = alternatives_after
         self._turn = 0  # the parameter a stalled step turns to next
+        self._climb = local.Climb(climb_patience)
         self.space = space
         self.warm_start = [dict(c) for c in warm_start]
         self.ctx = ctx
@@ -319,8 +327,13 @@ class ModelSearch:
                 tops = [basins[self._rotation % len(basins)]]
             free_set = set(free)
             near = np.zeros(0, dtype=int)
-            if stuck_here and self.alternatives == "elsewhere":  # the best's neighbours left
+            climbing = False
+            if stuck_here and self.alternatives != "local":  # the best's neighbours left
                 near = self._moves(order[0], free_set, 1)
+                if not len(near) and self.alternatives == "climb":
+                    near = self._climb.start(self.space, self._ensure(), self.observed, order,
+                                             lambda i: self._moves(i, free_set, 1))
+                    climbing = bool(len(near))
             if not len(near):
                 moves = [self._moves(t, free_set, 1) for t in tops]
                 if self.widen_after and stalled >= self.widen_after:
@@ -334,13 +347,16 @@ class ModelSearch:
                 self._fit(self._rank_gp, idx, scores)
                 mean, std = self._rank_gp.predict(self._x[near])
                 ei = expected_improvement(mean, std, float(scores[:len(done)].max()), self.xi)
-                return int(near[int(np.argmax(ei * self._feasible(near, self._rank_gp)))])
+                choice = int(near[int(np.argmax(ei * self._feasible(near, self._rank_gp)))])
+                if climbing:
+                    self._climb.last = choice
+                return choice
         weight = self.trust()  # the GP models what the prior gets wrong (zero without one)
         y = y - weight * self._prior[idx]
         self._fit(self._gp, idx, y)
         pool = scored_pool(np.array(free), [done[i] for i in np.argsort(-ys)[:TOP_K]],
                            self._plain_x, self.rng)
-        if stuck_here and self.alternatives == "elsewhere":  # one parameter's other values
+        if stuck_here and self.alternatives != "local":  # one parameter's other values
             self._turn += 1
             rows, varied = self._value_rows()
             there = local.elsewhere(rows, varied, done[int(np.argmax(ys))], pool, self._turn)
