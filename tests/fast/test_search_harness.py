@@ -79,7 +79,8 @@ def test_the_shipped_default_is_one_of_the_candidates():
     assert all(set(consts) == set(shipped) for consts in VARIANTS.values())  # all constants
     # The constants chosen so far are among them.
     assert set(CONSTANTS) >= {"feasibility", "failed_in_model", "explore_after", "diverse_tops",
-                              "pow2_features", "init", "alternatives_after"}
+                              "pow2_features", "init", "alternatives_after", "alternatives",
+                              "climb_patience"}
 
 
 def test_the_seed_bias_benchmark_runs_each_range_on_its_own_seeds(tmp_path):

@@ -1,17 +1,20 @@
 """Where the default search's local steps start, and the configs one step away from there.
 
 A local step (``tuner.search.model_search``) scores the unmeasured valid configs that differ
-from a few measured *tops* in one parameter (``moves``). The tops are the best configs, or the
-best config of each *basin* (``basins``: configs ``apart`` or more parameters from every better
-one picked), or — once a search has stalled — an *alternative* (``alternative``): the best
-measured config whose value of one parameter differs from the best config's, the parameter
-taken in turn. A needle optimum often sits beside configs that are poor on average in one
-parameter's other value (``use_shmem=0`` on a convolution whose ``use_shmem=0`` configs have a
-median of 1 % of the optimum, its needle among them); refining from the best config of that
-value is a hill climb the model alone, which has learnt that value is bad, does not start.
-The default search now goes there by its global steps instead (``elsewhere``): once stalled,
+from a few measured *tops* (``tops``) in one parameter (``moves``). The tops are the best
+configs, or the best config of each *basin* (``basins``: configs ``apart`` or more parameters
+from every better one picked), or — once a search has stalled — an *alternative*
+(``alternative``): the best measured config whose value of one parameter differs from the
+best config's, the parameter taken in turn. A needle optimum often sits beside configs that
+are poor on average in one parameter's other value (``use_shmem=0`` on a convolution whose
+``use_shmem=0`` configs have a median of 1 % of the optimum, its needle among them); refining
+from the best config of that value is a hill climb the model alone, which has learnt that
+value is bad, does not start.
+The default search goes there by its global steps instead (``elsewhere``): once stalled,
 each one is the model's pick among the configs whose value of one parameter, in turn, differs
-from the best config's.
+from the best config's; and its stalled local steps, once the best config's neighbours are
+measured, keep up a hill climb from an alternative (``Climb``), several steps from one start,
+which the alternatives taken one step each never were.
 
 All functions take candidate indices (positions in the search's list of valid configs).
 """
@@ -57,6 +60,19 @@ def basins(candidates: Sequence[Config], order: Sequence[int], apart: int) -> li
                for j in picked):
             picked.append(i)
     return picked
+
+
+def tops(candidates: Sequence[Config], order: Sequence[int], rule: str, count: int,
+         stalled: bool, apart: int) -> list[int]:
+    """The measured configs (``order``: best first) a local step starts from, by ``rule``:
+    ``"never"`` the ``count`` best; ``"always"`` (or ``"stalled"`` once ``stalled``) the best of
+    each of the ``count`` best basins (``basins``); ``"mixed"`` the ``count - 1`` best and the
+    best config of the best other basin."""
+    if rule == "always" or (rule == "stalled" and stalled):
+        return basins(candidates, order, apart)[:count]
+    if rule == "mixed":
+        return list(order[:count - 1]) + basins(candidates, order, apart)[1:2]
+    return list(order[:count])
 
 
 def alternative(space: SearchSpace, candidates: Sequence[Config], order: Sequence[int],

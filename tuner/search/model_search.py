@@ -28,17 +28,15 @@ budget in two phases:
    value (kriging believer), so proposals in a row spread out. ``explore_after`` (0: off) is
    a measured candidate not chosen (stalled: basins in turn, an upper confidence bound).
    **Stalled** (``alternatives_after`` = 10 measurements without a new best; 0: never), with
-   ``alternatives="elsewhere"`` (the default) each global step is the model's pick among the
+   ``alternatives="climb"`` (the default) each global step is the model's pick among the
    configs whose value of one parameter differs from the best config's, the parameters in
    turn (``tuner.search.local.elsewhere``: a needle optimum sits where the model has learnt a
-   value is poor on average, say ``use_shmem=0``), and each local step first measures the
-   best config's single-parameter neighbours that are left (the model may think a neighbour
-   poor that is the way up). ``"local"``, the default before, starts each stalled local step
-   from an *alternative* (``tuner.search.local.alternative``) instead; ``"climb"``, once the
-   best config's neighbours are all measured, spends the stalled local steps on a hill
-   climb from an alternative that it keeps up from step to step (``tuner.search.local.Climb``,
-   which starts again from the next parameter's alternative after ``climb_patience`` steps
-   that do not climb).
+   value is poor on average, say ``use_shmem=0``); each local step first measures the best
+   config's single-parameter neighbours that are left, then climbs: a hill climb kept up from
+   step to step from an *alternative* (the best config of another value of one parameter),
+   started again from the next parameter's after ``climb_patience`` steps that do not climb
+   (``tuner.search.local.Climb``). ``"elsewhere"`` (the default before) leaves the climb out;
+   ``"local"`` starts each stalled local step from an alternative, one step each.
 
 Both GPs see, besides each parameter's value, whether an integer size is a power of two where
 the space mixes both (``pow2_features="auto"``, ``tuner.search.encoding``): a flag switched on
@@ -96,19 +94,14 @@ EXPLORE_KAPPA = 2.0
 #: Configs this many parameters apart are in distinct basins (``diverse_tops``, a stalled
 #: search's rotation).
 DIVERSE_PARAMS = 3
-#: Where local steps start (``diverse_tops``): the three best configs, the best of each of the
-#: three best basins once stalled, or always, or (``"mixed"``) the two best configs and the best
-#: config of the best other basin.
+#: Where local steps start (``diverse_tops``, ``tuner.search.local.tops``).
 DIVERSE_TOPS = ("never", "stalled", "always", "mixed")
-#: Power-of-two features (``tuner.search.encoding``): none, in the models only (the initial
-#: design and the pool spread over the plain features), or everywhere; ``"auto"``: in the
-#: models, switched on only where the data's likelihood pays for them (``tuner.search.gp``).
+#: Power-of-two features (module docstring): none, in the models only, everywhere, or "auto".
 POW2_FEATURES = ("off", "model", "everywhere", "auto")
-#: What a stalled search does (module docstring): look elsewhere, refine from alternatives,
-#: or look elsewhere and keep up a climb from them.
+#: What a stalled search does (module docstring).
 ALTERNATIVES = ("elsewhere", "local", "climb")
 #: Climb steps in a row without a better head before a stalled climb starts elsewhere.
-CLIMB_PATIENCE = 4
+CLIMB_PATIENCE = 2
 #: Measured configs from which the prior's rank agreement is computed (before: full trust).
 TRUST_POINTS = 4
 
@@ -125,7 +118,7 @@ class ModelSearch:
                  failed_in_model: bool = True, explore_after: int = 0,
                  prior_trust: bool = False, diverse_tops: str = "mixed",
                  pow2_features: str = "auto", alternatives_after: int = 10,
-                 alternatives: str = "elsewhere", climb_patience: int = CLIMB_PATIENCE) -> None:
+                 alternatives: str = "climb", climb_patience: int = CLIMB_PATIENCE) -> None:
         if diverse_tops not in DIVERSE_TOPS:
             raise ValueError(f"diverse_tops must be one of {', '.join(DIVERSE_TOPS)}")
         if pow2_features not in POW2_FEATURES:
@@ -309,12 +302,8 @@ class ModelSearch:
         if self.local_every and self._steps % self.local_every == 0:
             order = [done[i] for i in np.argsort(-ys)]
             stuck = bool(self.explore_after) and stalled >= self.explore_after
-            tops = order[:self.local_top]
-            if self.diverse_tops == "always" or (
-                    self.diverse_tops == "stalled" and stalled >= self.widen_after):
-                tops = self._diverse(order)[:self.local_top]  # one best config per basin
-            elif self.diverse_tops == "mixed":  # the two best, and the best of another basin
-                tops = order[:self.local_top - 1] + self._diverse(order)[1:2]
+            tops = local.tops(self._ensure(), order, self.diverse_tops, self.local_top,
+                              stalled >= self.widen_after, DIVERSE_PARAMS)
             if stuck_here and self.alternatives == "local":
                 # Stalled: refine from the best config of another value of one parameter, the
                 # parameters in turn (``tuner.search.local.alternative``).
@@ -322,7 +311,7 @@ class ModelSearch:
                 self._turn += 1
                 tops = [other] if other is not None else tops
             if stuck:  # refine around one basin after another: the best config of each
-                basins = self._diverse(order)
+                basins = local.basins(self._ensure(), order, DIVERSE_PARAMS)
                 self._rotation += 1
                 tops = [basins[self._rotation % len(basins)]]
             free_set = set(free)
@@ -402,10 +391,6 @@ class ModelSearch:
         """Unmeasured valid configs that differ from candidate ``idx`` in exactly ``depth``
         parameters (``tuner.search.local.moves``)."""
         return local.moves(self.space, self._ensure(), self._index, idx, free, depth)
-
-    def _diverse(self, order: list[int]) -> list[int]:
-        """One measured config per basin, best first (``tuner.search.local.basins``)."""
-        return local.basins(self._ensure(), order, DIVERSE_PARAMS)
 
     def _since_best(self) -> int:
         """Measurements finished since the best one so far (0: the last one is the best)."""
