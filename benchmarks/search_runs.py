@@ -81,10 +81,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
         **_FEAS_FAILS, "diverse_tops": "mixed", "pow2_features": "auto",
         "init": "alternate-snap", "alternatives_after": 10, "alternatives": "climb",
         "climb_patience": 1},
-    "feas+fails+diverse-mixed+pow2auto+snap+alt10+global-only+sweep+climb2+fresh": {
-        **_FEAS_FAILS, "diverse_tops": "mixed", "pow2_features": "auto",
-        "init": "alternate-snap", "alternatives_after": 10, "alternatives": "climb-fresh",
-        "climb_patience": 2},
     "feas+fails+diverse-mixed+pow2auto+snap+alt10+global-only+sweep+climb8": {
         **_FEAS_FAILS, "diverse_tops": "mixed", "pow2_features": "auto",
         "init": "alternate-snap", "alternatives_after": 10, "alternatives": "climb",

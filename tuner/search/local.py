@@ -118,14 +118,10 @@ class Climb:
     head has no unmeasured neighbour left, the climb starts again from the next parameter's
     alternative. One step at a time from a new start is how a needle's region is reached from
     a config the model thinks poor: the alternatives taken one step each (``"local"``) never
-    get two steps in a row from the same start. ``fresh``: a new start is never a config the
-    climb has started from or passed through (the best of another value of a parameter may be
-    a local optimum the climb has already left; the next best is another way up)."""
+    get two steps in a row from the same start."""
 
-    def __init__(self, patience: int, fresh: bool = False) -> None:
+    def __init__(self, patience: int) -> None:
         self.patience = patience
-        self.fresh = fresh
-        self.used: set[int] = set()  # heads so far (``fresh``)
         self.head: int | None = None
         self.last: int | None = None  # the climb's last proposal
         self.misses = 0
@@ -141,7 +137,6 @@ class Climb:
             value, here = observed[self.last], observed.get(self.head)
             if value is not None and (here is None or value > here):
                 self.head, self.misses = self.last, 0
-                self.used.add(self.last)
             else:
                 self.misses += 1
             self.last = None
@@ -151,14 +146,11 @@ class Climb:
                 return near
         names = len(space.active_params(candidates[order[0]]))
         for _ in range(max(1, names)):
-            starts = [order[0], *(i for i in order[1:] if i not in self.used)] \
-                if self.fresh else order
-            self.head = alternative(space, candidates, starts, self.turn)
+            self.head = alternative(space, candidates, order, self.turn)
             self.turn += 1
             self.misses = 0
             if self.head is None:
                 break
-            self.used.add(self.head)
             near = neighbours(self.head)
             if len(near):
                 return near
