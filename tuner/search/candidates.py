@@ -24,13 +24,13 @@ SAMPLE_SECONDS = 2.0
 ENOUGH_CANDIDATES = 500
 #: Wall seconds the pruned walk may take before the space is sampled instead.
 WALK_SECONDS = 3.0
-#: ``count_valid`` counts every valid config of a grid of at most COUNT_ALL_POINTS points; on
-#: a larger grid it gives up past COUNT_SECONDS or COUNT_MOST valid configs.
 #: Candidates the model scores per proposal when there are more (``scored_pool``): a uniform
 #: sample plus the NEIGHBOURS nearest to each of the TOP_K best measured configs.
 MAX_SCORED = 4000
 TOP_K = 5
 NEIGHBOURS = 100
+#: ``count_valid`` counts every valid config of a grid of at most COUNT_ALL_POINTS points; on
+#: a larger grid it gives up past COUNT_SECONDS or COUNT_MOST valid configs.
 COUNT_ALL_POINTS = 200_000
 COUNT_SECONDS = 1.0
 COUNT_MOST = 50_000
