@@ -55,20 +55,46 @@ def _mm_seconds(size: int, dtype: torch.dtype, device: str, sync: Callable[[], N
     return _median_seconds(lambda: torch.mm(a, b), sync, reps)
 
 
+#: CPU matmul sizes: from CPU_MM_START, doubled while one product takes under CPU_MM_ENOUGH_S
+#: (seconds), at most CPU_MM_MAX. A CPU without fast fp16 kernels takes about 3 s for one
+#: 1024^3 fp16 product (measured on a two-core EPYC VM), where fp32 takes 0.03 s: a fixed size
+#: made the first bench process on a host wait some 13 s for its ceilings.
+CPU_MM_START, CPU_MM_MAX, CPU_MM_ENOUGH_S = 128, 1024, 0.05
+
+
+def sized_to_take(seconds_at: Callable[[int], float], start: int, largest: int,
+                  enough_s: float) -> int:
+    """The first of ``start``, 2 ``start``, … ``largest`` at which ``seconds_at(size)`` (one
+    timed run) is at least ``enough_s`` — long enough to time, short enough to repeat."""
+    size = start
+    while size < largest and seconds_at(size) < enough_s:
+        size *= 2
+    return size
+
+
+def _once(size: int, dtype: torch.dtype, device: str, sync: Callable[[], None]) -> float:
+    return _mm_seconds(size, dtype, device, sync, reps=1)
+
+
 def measure_ceilings(device: str) -> dict[str, Any]:
-    """Copy bandwidth and matmul TFLOP/s per dtype on ``device`` ("cpu" or "cuda")."""
+    """Copy bandwidth and matmul TFLOP/s per dtype on ``device`` ("cpu" or "cuda"); on a CPU
+    each dtype's matmul is sized by ``sized_to_take`` (its size is in ``method``)."""
     on_gpu = device.startswith("cuda")
     sync: Callable[[], None] = torch.cuda.synchronize if on_gpu else (lambda: None)
     n_copy = (256 if on_gpu else 32) * 1024 * 1024  # fp32 elements: 1 GiB or 128 MiB
     copy_s = _copy_seconds(n_copy, device, sync, reps=10 if on_gpu else 5)
     bandwidth_gbps = 2 * n_copy * 4 / copy_s / 1e9
-    size = 8192 if on_gpu else 1024
     tflops: dict[str, float] = {}
+    sizes: list[str] = []
     for name, dtype in MATMUL_DTYPES.items():
+        size = 8192 if on_gpu else sized_to_take(
+            lambda n, dtype=dtype: _once(n, dtype, device, sync),  # type: ignore[misc]
+            CPU_MM_START, CPU_MM_MAX, CPU_MM_ENOUGH_S)
         seconds = _mm_seconds(size, dtype, device, sync, reps=10 if on_gpu else 3)
         tflops[name] = 2 * size**3 / seconds / 1e12
+        sizes.append(f"{name} {size}^3")
     return {"bandwidth_gbps": bandwidth_gbps, "tflops": tflops,
-            "method": f"copy of {n_copy * 4 >> 20} MiB; torch.mm {size}^3; median"}
+            "method": f"copy of {n_copy * 4 >> 20} MiB; torch.mm {', '.join(sizes)}; median"}
 
 
 #: The last ceilings this process read or measured, and the cache file they belong in: a
@@ -81,7 +107,7 @@ def cached_ceilings(device: str, device_name: str, cache_dir: Path | None) -> di
     (``LAST_CALIBRATION`` says which file and what)."""
     key = stable_hash({
         "device": device_name, "host": platform.node(), "torch": torch.__version__,
-        "threads": torch.get_num_threads(), "schema": 1,
+        "threads": torch.get_num_threads(), "schema": 2,
     }, 16)
     path = cache_dir / f"ceilings-{key}.json" if cache_dir else None
     if path is not None and path.is_file():
