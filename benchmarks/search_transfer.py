@@ -71,6 +71,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
                             "probe": 4},
     "hedged+trust+clear90": {"hedged": True, "lead_share": 0.75, "prior_trust": True,
                              "clear_share": 0.9},
+    "hedged+trust+clear90+after4": {"hedged": True, "lead_share": 0.75, "prior_trust": True,
+                                    "clear_share": 0.9, "clear_after": 4},
+    # the prior's ``unmeasured`` (``tuner.search.transfer.measured_prior``), not a search option
+    "hedged+trust+clear90+nopart": {"hedged": True, "lead_share": 0.75, "prior_trust": True,
+                                    "clear_share": 0.9, "unmeasured": "no-part"},
 }
 for _options in VARIANTS.values():  # a candidate that does not name it keeps LEAD_SHARE throughout
     if _options.get("hedged"):
@@ -144,8 +149,10 @@ def _task(args: tuple[str, str, str, int]) -> tuple[str, str, str, list[float]]:
     results = results_of(source)
     ranked = sorted((r for r in results if r[1] is not None), key=lambda r: -(r[1] or 0.0))
     warm = [config for config, _ in ranked[:3]]
-    run = simulate(target, "default", seed, budget, prior=measured_prior(results),
-                   warm_start=warm, options=VARIANTS[variant])
+    options = dict(VARIANTS[variant])
+    prior = measured_prior(results, options.pop("unmeasured", "nearest"))
+    run = simulate(target, "default", seed, budget, prior=prior, warm_start=warm,
+                   options=options)
     return target, source, variant, run.curve
 
 

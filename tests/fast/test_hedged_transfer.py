@@ -65,6 +65,24 @@ def test_a_prior_from_a_regridded_renamed_space_keeps_its_order():
     assert prior({"block_m": 512, "Flag": 1}) == -math.inf  # a failure there
 
 
+def test_a_value_the_source_never_measured_can_play_no_part_in_the_prior():
+    """``unmeasured="no-part"``: block_m 512 (the source measured 16, 64 and 256) does not
+    take the figure of its nearest measured value 256; block_m drops out for it and the best
+    over block_m given the rest counts — 0.9 with flag 0, 0.5 with flag 1. A measured value
+    is as before."""
+    source = [({"BlockM": bm, "Flag": f}, fraction) for bm, f, fraction in [
+        (16, 0, 0.2), (64, 0, 0.9), (64, 1, 0.5), (256, 0, 0.4), (256, 1, None)]]
+    nearest = measured_prior(source)
+    no_part = measured_prior(source, unmeasured="no-part")
+    assert nearest is not None and no_part is not None
+    assert nearest({"block_m": 512, "flag": 0}) == pytest.approx(math.log(0.4 / 0.9))
+    assert no_part({"block_m": 512, "flag": 0}) == 0.0
+    assert no_part({"block_m": 512, "flag": 1}) == pytest.approx(math.log(0.5 / 0.9))
+    assert no_part({"block_m": 16, "flag": 0}) == nearest({"block_m": 16, "flag": 0})
+    with pytest.raises(ValueError, match="unmeasured"):
+        measured_prior(source, unmeasured="guess")
+
+
 def test_rank_agreement_is_spearmans_correlation():
     a = np.array([1.0, 2.0, 3.0, 4.0])
     assert rank_agreement(a, a ** 3) == pytest.approx(1.0)
@@ -137,6 +155,32 @@ def test_a_clear_lead_takes_the_clear_share_and_a_narrow_one_the_lead_share():
     assert 0.2 * 30 <= narrow["cold"] <= 2 + 0.25 * 30
     off = _split(HedgedSearch(space, ctx, 1, prior, [], clear_share=None), 0.9, 0.2, 30)
     assert off == narrow
+
+
+def _order(search, warm_fraction, cold_fraction, proposals):
+    """The twin of each of the first ``proposals`` proposals ("w"/"c"), results as in _split."""
+    arms = ""
+    for _ in range(proposals):
+        asked = search.ask()
+        arm = search._arm[asked.number][0]
+        arms += arm[0]
+        search.tell(asked.number, warm_fraction if arm == "warm" else cold_fraction)
+    return arms
+
+
+def test_a_lead_is_clear_only_once_the_trailing_twin_made_clear_after_proposals():
+    """Two probes each, then the lead share (3 of 4) until the cold twin has made four
+    proposals; only then the clear share (9 of 10)."""
+    rec = load_recording(replay_file("pnpoly_RTX_3090.json.gz"))
+    space, ctx = recorded_space(rec), Context(rec.problem(), "fp32")
+    prior = _exact_prior(rec)
+    early = _order(HedgedSearch(space, ctx, 1, prior, [], clear_share=0.9), 0.9, 0.2, 30)
+    late = _order(HedgedSearch(space, ctx, 1, prior, [], clear_share=0.9, clear_after=4),
+                  0.9, 0.2, 30)
+    assert early.count("c") == 3 and early.startswith("wcwc")
+    assert late.startswith("wcwc") and late.count("c") > early.count("c")
+    fourth = [i for i, arm in enumerate(late) if arm == "c"][3]
+    assert "c" not in late[fourth + 1:fourth + 9]  # clear from the fourth on
 
 
 def test_the_services_warm_twin_believes_its_prior_only_as_far_as_it_agrees():

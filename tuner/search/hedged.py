@@ -10,8 +10,9 @@ goes to one of them: the first to the warm search; then, until both have measure
 own best measured config is better, the rest to the other (a prior that proves worse than a
 cold start gets ever fewer measurements; one that finds the optimum loses nothing to the
 cold search's share) — ``CLEAR_SHARE`` instead while the other's best is below
-``CLEAR_RATIO`` of the leader's (a clear lead). A config one of them proposes that the other
-already measured is told its result at once and never measured twice.
+``CLEAR_RATIO`` of the leader's (a clear lead) and the other has made at least ``CLEAR_AFTER``
+proposals (``clear_after``). A config one of them proposes that the other already measured is
+told its result at once and never measured twice.
 
 The warm search weights its prior by the prior's rank agreement with what has been measured
 (``ModelSearch(prior_trust=True)``, ``PRIOR_TRUST``), so a prior that proves misleading steers
@@ -55,6 +56,8 @@ LEAD_SHARE = 0.75
 #: best (``None``: LEAD_SHARE throughout; chosen held out in ``benchmarks/search_transfer.py``).
 CLEAR_SHARE: float | None = 0.9
 CLEAR_RATIO = 0.5
+#: Proposals the trailing search must have made before a lead counts as clear (``clear_after``).
+CLEAR_AFTER = 0
 #: The warm search weights its prior by its rank agreement (chosen held out on three of the four
 #: families and on all pairs in ``benchmarks/search_transfer.py``, candidate ``hedged+trust``).
 PRIOR_TRUST = True
@@ -71,9 +74,10 @@ class HedgedSearch:
                  prior: Callable[[Config], float] | None, warm_start: Sequence[Config],
                  lead_share: float = LEAD_SHARE, probe: int = PROBE, share: bool = False,
                  prior_trust: bool = PRIOR_TRUST, fold: bool = FOLD,
-                 clear_share: float | None = CLEAR_SHARE, **options: Any) -> None:
+                 clear_share: float | None = CLEAR_SHARE, clear_after: int = CLEAR_AFTER,
+                 **options: Any) -> None:
         self.lead_share, self.probe, self.share = lead_share, probe, share
-        self.clear_share = clear_share
+        self.clear_share, self.clear_after = clear_share, clear_after
         self.fold = fold and prior_trust
         self.warm = ModelSearch(space, ctx, seed, prior=prior, warm_start=warm_start,
                                 prior_trust=prior_trust, **options)
@@ -102,7 +106,7 @@ class HedgedSearch:
         lead = "warm" if self._best["warm"] >= self._best["cold"] else "cold"
         other = "cold" if lead == "warm" else "warm"
         share = self.lead_share
-        if self.clear_share is not None and \
+        if self.clear_share is not None and made[other] >= self.clear_after and \
                 self._best[other] < CLEAR_RATIO * self._best[lead]:
             share = self.clear_share
         return lead if made[lead] < share * (total + 1) else other

@@ -142,8 +142,14 @@ def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+#: How ``measured_prior`` treats a searched value the source never measured: ``"nearest"`` its
+#: nearest measured value's figure; ``"no-part"`` the parameter plays no part for that config
+#: (its best value counts, as for a parameter the source lacks).
+UNMEASURED = ("nearest", "no-part")
+
+
 def measured_prior(results: Iterable[tuple[Config, float | None]],
-                   ) -> Callable[[Config], float] | None:
+                   unmeasured: str = "nearest") -> Callable[[Config], float] | None:
     """A search prior from measured results of the same kernel and problem on another device:
     ``(config, roofline fraction or None for a failure)`` pairs. The prior of a config is the
     log fraction, relative to the best there, of the source config it maps to (0 for the best;
@@ -154,7 +160,10 @@ def measured_prior(results: Iterable[tuple[Config, float | None]],
     The source's space may differ from the one searched: a config searched here is mapped onto
     the source's grid (``match_names`` for the parameter names, ``nearest_value`` for each
     value among those the source measured), so a re-gridded or renamed space keeps its prior;
-    a parameter the source lacks plays no part."""
+    a parameter the source lacks plays no part, and so does, with ``unmeasured="no-part"``, a
+    parameter whose value here the source never measured (``UNMEASURED``)."""
+    if unmeasured not in UNMEASURED:
+        raise ValueError(f"unmeasured must be one of {', '.join(UNMEASURED)}")
     measured = list(results)
     source_names = sorted({k for config, _ in measured for k in config})
     best: dict[str, float] = {}
@@ -181,6 +190,8 @@ def measured_prior(results: Iterable[tuple[Config, float | None]],
         if names not in mapped:
             mapped[names] = {t: s for s, t in match_names(source_names, names).items()}
         to_source = mapped[names]
+        if unmeasured == "no-part":
+            to_source = {k: v for k, v in to_source.items() if config[k] in grid[v]}
         if not to_source:
             return None
         kept = tuple(sorted(to_source.values()))
