@@ -85,10 +85,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
         **_FEAS_FAILS, "diverse_tops": "mixed", "pow2_features": "auto",
         "init": "alternate-snap", "alternatives_after": 10, "alternatives": "climb",
         "climb_patience": 8},
-    "feas+fails+diverse-mixed+pow2auto+snap+alt10+global-only+sweep+climb2side": {
-        **_FEAS_FAILS, "diverse_tops": "mixed", "pow2_features": "auto",
-        "init": "alternate-snap", "alternatives_after": 10, "alternatives": "climb-side",
-        "climb_patience": 2},
 }
 for _consts in VARIANTS.values():  # measured before diverse_tops existed: the three best
     _consts.setdefault("diverse_tops", "never")

@@ -120,11 +120,8 @@ class Climb:
     a config the model thinks poor: the alternatives taken one step each (``"local"``) never
     get two steps in a row from the same start."""
 
-    def __init__(self, patience: int, sideways: float | None = None) -> None:
+    def __init__(self, patience: int) -> None:
         self.patience = patience
-        #: Log fraction a step may lose and still move the head (counted as a miss): ``None``
-        #: never; a local optimum's way out may start downhill.
-        self.sideways = sideways
         self.head: int | None = None
         self.last: int | None = None  # the climb's last proposal
         self.misses = 0
@@ -142,9 +139,6 @@ class Climb:
                 self.head, self.misses = self.last, 0
             else:
                 self.misses += 1
-                if value is not None and here is not None and self.sideways is not None \
-                        and value >= here - self.sideways:
-                    self.head = self.last
             self.last = None
         if self.head is not None and self.misses < self.patience:
             near = neighbours(self.head)

@@ -99,11 +99,9 @@ DIVERSE_TOPS = ("never", "stalled", "always", "mixed")
 #: Power-of-two features (module docstring): none, in the models only, everywhere, or "auto".
 POW2_FEATURES = ("off", "model", "everywhere", "auto")
 #: What a stalled search does (module docstring).
-ALTERNATIVES = ("elsewhere", "local", "climb", "climb-side")
+ALTERNATIVES = ("elsewhere", "local", "climb")
 #: Climb steps in a row without a better head before a stalled climb starts elsewhere.
 CLIMB_PATIENCE = 2
-#: Log fraction a climb step of ``alternatives="climb-side"`` may lose and still move the head.
-CLIMB_SIDEWAYS = 0.15
 #: Measured configs from which the prior's rank agreement is computed (before: full trust).
 TRUST_POINTS = 4
 
@@ -138,8 +136,7 @@ class ModelSearch:
         self.widen_after = widen_after
         self.alternatives_after = alternatives_after
         self._turn = 0  # the parameter a stalled step turns to next
-        self._climb = local.Climb(climb_patience,
-                                  CLIMB_SIDEWAYS if alternatives == "climb-side" else None)
+        self._climb = local.Climb(climb_patience)
         self.space = space
         self.warm_start = [dict(c) for c in warm_start]
         self.ctx = ctx
@@ -322,7 +319,7 @@ class ModelSearch:
             climbing = False
             if stuck_here and self.alternatives != "local":  # the best's neighbours left
                 near = self._moves(order[0], free_set, 1)
-                if not len(near) and self.alternatives.startswith("climb"):
+                if not len(near) and self.alternatives == "climb":
                     near = self._climb.start(self.space, self._ensure(), self.observed, order,
                                              lambda i: self._moves(i, free_set, 1))
                     climbing = bool(len(near))
