@@ -133,16 +133,22 @@ def test_a_misleading_prior_loses_the_lead_and_a_right_one_keeps_it():
     assert right.agreement() > 0.5
 
 
-def _split(search, warm_fraction, cold_fraction, proposals):
-    """Proposals each twin made when every warm result is ``warm_fraction`` and every cold one
-    ``cold_fraction``."""
-    made = {"warm": 0, "cold": 0}
+def _order(search, warm_fraction, cold_fraction, proposals):
+    """The twin ("w"/"c") of each of the first ``proposals`` proposals when every warm result
+    is ``warm_fraction`` and every cold one ``cold_fraction``."""
+    arms = ""
     for _ in range(proposals):
         asked = search.ask()
         arm = search._arm[asked.number][0]
-        made[arm] += 1
+        arms += arm[0]
         search.tell(asked.number, warm_fraction if arm == "warm" else cold_fraction)
-    return made
+    return arms
+
+
+def _split(search, warm_fraction, cold_fraction, proposals):
+    """Proposals each twin made (``_order``)."""
+    arms = _order(search, warm_fraction, cold_fraction, proposals)
+    return {"warm": arms.count("w"), "cold": arms.count("c")}
 
 
 def test_a_clear_lead_takes_the_clear_share_and_a_narrow_one_the_lead_share():
@@ -155,17 +161,6 @@ def test_a_clear_lead_takes_the_clear_share_and_a_narrow_one_the_lead_share():
     assert 0.2 * 30 <= narrow["cold"] <= 2 + 0.25 * 30
     off = _split(HedgedSearch(space, ctx, 1, prior, [], clear_share=None), 0.9, 0.2, 30)
     assert off == narrow
-
-
-def _order(search, warm_fraction, cold_fraction, proposals):
-    """The twin of each of the first ``proposals`` proposals ("w"/"c"), results as in _split."""
-    arms = ""
-    for _ in range(proposals):
-        asked = search.ask()
-        arm = search._arm[asked.number][0]
-        arms += arm[0]
-        search.tell(asked.number, warm_fraction if arm == "warm" else cold_fraction)
-    return arms
 
 
 def test_a_lead_is_clear_only_once_the_trailing_twin_made_clear_after_proposals():

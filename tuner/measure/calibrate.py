@@ -72,10 +72,6 @@ def sized_to_take(seconds_at: Callable[[int], float], start: int, largest: int,
     return size
 
 
-def _once(size: int, dtype: torch.dtype, device: str, sync: Callable[[], None]) -> float:
-    return _mm_seconds(size, dtype, device, sync, reps=1)
-
-
 def measure_ceilings(device: str) -> dict[str, Any]:
     """Copy bandwidth and matmul TFLOP/s per dtype on ``device`` ("cpu" or "cuda"); on a CPU
     each dtype's matmul is sized by ``sized_to_take`` (its size is in ``method``)."""
@@ -88,7 +84,7 @@ def measure_ceilings(device: str) -> dict[str, Any]:
     sizes: list[str] = []
     for name, dtype in MATMUL_DTYPES.items():
         size = 8192 if on_gpu else sized_to_take(
-            lambda n, dtype=dtype: _once(n, dtype, device, sync),  # type: ignore[misc]
+            lambda n: _mm_seconds(n, dtype, device, sync, reps=1),  # noqa: B023 (called here)
             CPU_MM_START, CPU_MM_MAX, CPU_MM_ENOUGH_S)
         seconds = _mm_seconds(size, dtype, device, sync, reps=10 if on_gpu else 3)
         tflops[name] = 2 * size**3 / seconds / 1e12
