@@ -84,7 +84,13 @@ def _grandchild(kind: str) -> None:
     marker = f"{MARKER}-{os.getpid()}"
     subprocess.Popen([sys.executable, "-c", GRANDCHILD, marker, kind, str(HOG_GIB)],
                      start_new_session=True)  # keeps our stdout and stderr open
-    time.sleep(1.0 if kind == "hog" else 0.2)
+    # Its file is written once its memory is touched: from then on the trial is still running
+    # (a loaded machine may take seconds to start it), so the memory cap has something to catch.
+    written, deadline = Path(f"/dev/shm/{marker}"), time.monotonic() + 60
+    while not written.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if kind == "hog":
+        time.sleep(10)  # the cap's whole-tree poll (every half second) kills the trial here
 
 
 def _patch_measuring_code() -> None:
