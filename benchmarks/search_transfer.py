@@ -73,6 +73,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
                              "clear_share": 0.9},
     "hedged+trust+clear90+after4": {"hedged": True, "lead_share": 0.75, "prior_trust": True,
                                     "clear_share": 0.9, "clear_after": 4},
+    "hedged+trust+clear90+fold": {"hedged": True, "lead_share": 0.75, "prior_trust": True,
+                                  "clear_share": 0.9, "fold": True},
     # the prior's ``unmeasured`` (``tuner.search.transfer.measured_prior``), not a search option
     "hedged+trust+clear90+nopart": {"hedged": True, "lead_share": 0.75, "prior_trust": True,
                                     "clear_share": 0.9, "unmeasured": "no-part"},
