@@ -75,6 +75,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                     "clear_share": 0.9, "clear_after": 4},
     "hedged+trust+clear90+fold": {"hedged": True, "lead_share": 0.75, "prior_trust": True,
                                   "clear_share": 0.9, "fold": True},
+    "hedged+trust+clear90+test100": {"hedged": True, "lead_share": 0.75, "prior_trust": True,
+                                     "clear_share": 0.9, "test_ratio": 1.0},
     # the prior's ``unmeasured`` (``tuner.search.transfer.measured_prior``), not a search option
     "hedged+trust+clear90+nopart": {"hedged": True, "lead_share": 0.75, "prior_trust": True,
                                     "clear_share": 0.9, "unmeasured": "no-part"},

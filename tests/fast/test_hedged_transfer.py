@@ -18,6 +18,7 @@ from search_spaces.recorded import load_recording
 from search_spaces.recorded import recorded_space
 from tests.conftest import ROOT
 from tests.conftest import replay_file
+from tuner.control.priors import Start
 from tuner.control.searches import make_proposer
 from tuner.search.gp import rank_agreement
 from tuner.search.hedged import HedgedSearch
@@ -27,6 +28,7 @@ from tuner.search.transfer import map_config
 from tuner.search.transfer import match_names
 from tuner.search.transfer import measured_prior
 from tuner.search.transfer import nearest_value
+from tuner.views.jobs import prior_text
 
 
 def test_names_match_by_spelling_then_by_similarity_one_to_one():
@@ -176,6 +178,30 @@ def test_a_lead_is_clear_only_once_the_trailing_twin_made_clear_after_proposals(
     assert late.startswith("wcwc") and late.count("c") > early.count("c")
     fourth = [i for i, arm in enumerate(late) if arm == "c"][3]
     assert "c" not in late[fourth + 1:fourth + 9]  # clear from the fourth on
+
+
+def test_a_prior_whose_picks_do_no_better_than_the_cold_probes_is_dropped_for_good():
+    """``test_ratio=1``: after two probes each, a warm best below the cold one drops the prior
+    (the warm twin then weighs nothing of it and proposes everything, even once it leads
+    again); a warm best at or above it keeps the usual split."""
+    rec = load_recording(replay_file("pnpoly_RTX_3090.json.gz"))
+    space, ctx = recorded_space(rec), Context(rec.problem(), "fp32")
+    failed = HedgedSearch(space, ctx, 1, _exact_prior(rec), [], clear_share=0.9, test_ratio=1.0)
+    arms = _order(failed, 0.3, 0.5, 20)
+    assert arms == "wcwc" + "w" * 16 and failed.warm.prior is None
+    assert not failed.warm._prior.any()  # the prior weighs nothing in its model
+    assert _order(failed, 0.9, 0.5, 10) == "w" * 10 and failed.prior_dropped()
+    assert failed.trust() == 2 / 30  # only the two probes followed the prior
+    passed = HedgedSearch(space, ctx, 1, _exact_prior(rec), [], clear_share=0.9, test_ratio=1.0)
+    assert _order(passed, 0.5, 0.5, 20).count("c") > 2 and not passed.prior_dropped()
+    off = HedgedSearch(space, ctx, 1, _exact_prior(rec), [], clear_share=0.9)
+    assert _order(off, 0.3, 0.5, 20).count("w") < 16  # without the test the cold twin leads
+    start = Start(prior=_exact_prior(rec), source="3 results on other device kinds")
+    shown = start.report(failed)
+    assert shown is not None and shown["dropped"] and shown["trust"] == round(2 / 30, 4)
+    assert prior_text(shown).endswith("dropped: its picks measured below a cold start's "
+                                      "first configs")
+    assert start.report(passed)["dropped"] is False
 
 
 def test_the_services_warm_twin_believes_its_prior_only_as_far_as_it_agrees():

@@ -38,16 +38,18 @@ class Start:
     source: str | None = None  # for people: where the prior and warm configs come from
 
     def report(self, proposer: Any) -> dict[str, Any] | None:
-        """The problem row's ``prior`` now: source, trust and rank agreement (``None``: the
-        search started cold)."""
+        """The problem row's ``prior`` now: source, trust, rank agreement and whether the
+        search dropped it (``None``: the search started cold)."""
         if self.source is None:
             return None
         trust = getattr(proposer, "trust", None)
         agreement = getattr(proposer, "agreement", None)
+        dropped = getattr(proposer, "prior_dropped", None)
         value = agreement() if callable(agreement) else None
         return {"source": self.source,
                 "trust": round(float(trust()), 4) if callable(trust) else None,
-                "agreement": None if value is None else round(float(value), 4)}
+                "agreement": None if value is None else round(float(value), 4),
+                "dropped": bool(dropped()) if callable(dropped) else False}
 
 
 def choose_start(session: so.Session, kernel: KernelSpec, spec: JobSpec,

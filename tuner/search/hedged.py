@@ -24,11 +24,17 @@ nothing (``prior_trust``), so it is a cold search that knows every measurement �
 the cold twin, which knows only its own — and it makes every proposal until the agreement
 turns positive again.
 
+``test_ratio`` (``TEST_RATIO``): a prior must earn its place. Once both searches have made
+their probes, a warm best below ``test_ratio`` of the cold best (the prior's own picks did no
+better than a cold start's first configs) drops the prior for good (``ModelSearch.drop_prior``)
+and the warm search, now a cold search that knows every measurement, makes every proposal.
+
 ``share=True`` (a candidate of ``benchmarks/search_transfer.py``, not the default) tells the
 cold search the warm one's results too: fewer pairs where transfer hurts, but a misleading
 prior's region then captures the cold search as well (a worse worst pair).
 
-``trust()`` is the share of the proposals the warm search made; ``agreement()`` the rank
+``trust()`` is the share of the proposals the warm search made while it had its prior;
+``prior_dropped()`` whether the test dropped it; ``agreement()`` the rank
 agreement between the prior and what was measured (``ModelSearch.agreement``) — what
 ``tuner status`` shows.
 """
@@ -61,6 +67,10 @@ CLEAR_AFTER = 0
 #: The warm search weights its prior by its rank agreement (chosen held out on three of the four
 #: families and on all pairs in ``benchmarks/search_transfer.py``, candidate ``hedged+trust``).
 PRIOR_TRUST = True
+#: Once both searches have probed, a prior whose search's best is below TEST_RATIO of the cold
+#: one's is dropped for good, and the warm search, a cold one that knows every measurement,
+#: makes every proposal (``test_ratio``; 0: never).
+TEST_RATIO = 0.0
 #: A warm search whose prior disagrees with the measurements makes every proposal (``fold``).
 FOLD = False
 #: Known configs one search may propose in a row before the wrapper gives up on it this ask.
@@ -75,9 +85,11 @@ class HedgedSearch:
                  lead_share: float = LEAD_SHARE, probe: int = PROBE, share: bool = False,
                  prior_trust: bool = PRIOR_TRUST, fold: bool = FOLD,
                  clear_share: float | None = CLEAR_SHARE, clear_after: int = CLEAR_AFTER,
-                 **options: Any) -> None:
+                 test_ratio: float = TEST_RATIO, **options: Any) -> None:
         self.lead_share, self.probe, self.share = lead_share, probe, share
-        self.clear_share, self.clear_after = clear_share, clear_after
+        self.clear_share, self.clear_after, self.test_ratio = clear_share, clear_after, test_ratio
+        self._failed_test = False  # the prior failed the test (``test_ratio``): dropped
+        self._without_prior = 0  # proposals the warm search made after its prior was dropped
         self.fold = fold and prior_trust
         self.warm = ModelSearch(space, ctx, seed, prior=prior, warm_start=warm_start,
                                 prior_trust=prior_trust, **options)
@@ -100,6 +112,12 @@ class HedgedSearch:
             return "warm"
         if min(made.values()) < self.probe:
             return "warm" if made["warm"] <= made["cold"] else "cold"
+        if self.test_ratio and not self._failed_test and \
+                self._best["warm"] < self.test_ratio * self._best["cold"]:
+            self._failed_test = True
+            self.warm.drop_prior()
+        if self._failed_test:
+            return "warm"
         agreement = self.warm.agreement() if self.fold else None
         if agreement is not None and agreement <= 0.0:
             return "warm"  # its prior weighs nothing: a cold search with every measurement
@@ -139,6 +157,7 @@ class HedgedSearch:
                 self._next_number += 1
                 self._arm[number] = (arm, asked.number, asked.config)
                 self._made[arm] += 1
+                self._without_prior += arm == "warm" and self._failed_test
                 return Asked(number=number, config=asked.config)
         return None
 
@@ -161,9 +180,14 @@ class HedgedSearch:
 
     # -- what status shows --------------------------------------------------------------------
     def trust(self) -> float:
-        """Share of the proposals so far that the warm search made (1.0 before any)."""
+        """Share of the proposals so far that the warm search made while it had its prior
+        (1.0 before any)."""
         total = self._made["warm"] + self._made["cold"]
-        return self._made["warm"] / total if total else 1.0
+        return (self._made["warm"] - self._without_prior) / total if total else 1.0
+
+    def prior_dropped(self) -> bool:
+        """Whether the prior failed its test against the cold probes (``test_ratio``)."""
+        return self._failed_test
 
     def agreement(self) -> float | None:
         return self.warm.agreement()

@@ -255,6 +255,10 @@ class ModelSearch:
         agreement = self.agreement()
         return 1.0 if agreement is None or not self.prior_trust else max(0.0, agreement)
 
+    def drop_prior(self) -> None:
+        """From now on a search without a prior; what it measured is kept."""
+        self.prior, self._prior = None, np.zeros(len(self._prior))
+
     def agreement(self) -> float | None:
         """Spearman's rank correlation between the prior and the measured log fractions
         (failures below every success); ``None`` without a prior or before TRUST_POINTS."""

@@ -144,7 +144,8 @@ def summarise_job(session: so.Session, job_id: int, *, trials: bool = True,
 
 
 def prior_text(prior: dict[str, Any] | None) -> str:
-    """One line for people: ``cold start`` or the source, the trust and the agreement."""
+    """One line for people: ``cold start`` or the source, the trust and the agreement, and
+    whether the search dropped the prior."""
     if not prior:
         return "cold start (no prior)"
     text = str(prior.get("source", "a prior"))
@@ -154,6 +155,8 @@ def prior_text(prior: dict[str, Any] | None) -> str:
     agreement = prior.get("agreement")
     if agreement is not None:
         text += f"; rank agreement with what was measured {agreement:+.2f}"
+    if prior.get("dropped"):
+        text += "; dropped: its picks measured below a cold start's first configs"
     return text
 
 
