@@ -69,7 +69,8 @@ CLEAR_AFTER = 0
 PRIOR_TRUST = True
 #: Once both searches have probed, a prior whose search's best is below TEST_RATIO of the cold
 #: one's is dropped for good, and the warm search, a cold one that knows every measurement,
-#: makes every proposal (``test_ratio``; 0: never).
+#: makes every proposal (``test_ratio``; 0: never; 1.0 is the candidate ``hedged+trust+clear90+
+#: test100`` of ``benchmarks/search_transfer.py``, held out the pick for two families of four).
 TEST_RATIO = 0.0
 #: A warm search whose prior disagrees with the measurements makes every proposal (``fold``).
 FOLD = False
