@@ -181,7 +181,8 @@ def test_a_lead_is_clear_only_once_the_trailing_twin_made_clear_after_proposals(
 
 
 def test_a_prior_whose_picks_do_no_better_than_the_cold_probes_is_dropped_for_good():
-    """``test_ratio=1``: after two probes each, a warm best below the cold one drops the prior
+    """``test_ratio=1``: after two probes' results each (not before the warm ones are in), a warm
+    best below the cold one drops the prior
     (the warm twin then weighs nothing of it and proposes everything, even once it leads
     again); a warm best at or above it keeps the usual split."""
     rec = load_recording(replay_file("pnpoly_RTX_3090.json.gz"))
@@ -196,6 +197,14 @@ def test_a_prior_whose_picks_do_no_better_than_the_cold_probes_is_dropped_for_go
     assert _order(passed, 0.5, 0.5, 20).count("c") > 2 and not passed.prior_dropped()
     off = HedgedSearch(space, ctx, 1, _exact_prior(rec), [], clear_share=0.9)
     assert _order(off, 0.3, 0.5, 20).count("w") < 16  # without the test the cold twin leads
+    pending = HedgedSearch(space, ctx, 1, _exact_prior(rec), [], clear_share=0.9,
+                           test_ratio=1.0)
+    asked = [pending.ask() for _ in range(4)]  # two probes each, all in flight at once
+    cold = [a for a in asked if pending._arm[a.number][0] == "cold"]
+    for a in cold:
+        pending.tell(a.number, 0.5)
+    pending.ask()  # the warm probes' results not in yet: no test
+    assert not pending.prior_dropped()
     start = Start(prior=_exact_prior(rec), source="3 results on other device kinds")
     shown = start.report(failed)
     assert shown is not None and shown["dropped"] and shown["trust"] == round(2 / 30, 4)

@@ -24,10 +24,11 @@ nothing (``prior_trust``), so it is a cold search that knows every measurement â
 the cold twin, which knows only its own â€” and it makes every proposal until the agreement
 turns positive again.
 
-``test_ratio`` (``TEST_RATIO``): a prior must earn its place. Once both searches have made
-their probes, a warm best below ``test_ratio`` of the cold best (the prior's own picks did no
-better than a cold start's first configs) drops the prior for good (``ModelSearch.drop_prior``)
-and the warm search, now a cold search that knows every measurement, makes every proposal.
+``test_ratio`` (``TEST_RATIO``): a prior must earn its place. Once both searches have had
+their probes' results, a warm best below ``test_ratio`` of the cold best (the prior's own
+picks did no better than a cold start's first configs) drops the prior for good
+(``ModelSearch.drop_prior``) and the warm search, now a cold search that knows every
+measurement, makes every proposal.
 
 ``share=True`` (a candidate of ``benchmarks/search_transfer.py``, not the default) tells the
 cold search the warm one's results too: fewer pairs where transfer hurts, but a misleading
@@ -67,10 +68,11 @@ CLEAR_AFTER = 0
 #: The warm search weights its prior by its rank agreement (chosen held out on three of the four
 #: families and on all pairs in ``benchmarks/search_transfer.py``, candidate ``hedged+trust``).
 PRIOR_TRUST = True
-#: Once both searches have probed, a prior whose search's best is below TEST_RATIO of the cold
-#: one's is dropped for good, and the warm search, a cold one that knows every measurement,
-#: makes every proposal (``test_ratio``; 0: never; 1.0 is the candidate ``hedged+trust+clear90+
-#: test100`` of ``benchmarks/search_transfer.py``, held out the pick for two families of four).
+#: Once both searches have had their probes' results, a prior whose search's best is below
+#: TEST_RATIO of the cold one's is dropped for good, and the warm search, a cold one that knows
+#: every measurement, makes every proposal (``test_ratio``; 0: never; 1.0 is the candidate
+#: ``hedged+trust+clear90+test100`` of ``benchmarks/search_transfer.py``, held out the pick for
+#: two families of four).
 TEST_RATIO = 0.0
 #: A warm search whose prior disagrees with the measurements makes every proposal (``fold``).
 FOLD = False
@@ -101,6 +103,7 @@ class HedgedSearch:
         self._results: dict[str, float | None] = {}  # config key -> measured fraction
         self._best = {"warm": float("-inf"), "cold": float("-inf")}
         self._made = {"warm": 0, "cold": 0}
+        self._told = {"warm": 0, "cold": 0}  # results each search has had (``test_ratio``)
         self._next_number = 0
 
     def _search(self, arm: str) -> ModelSearch:
@@ -113,8 +116,8 @@ class HedgedSearch:
             return "warm"
         if min(made.values()) < self.probe:
             return "warm" if made["warm"] <= made["cold"] else "cold"
-        if self.test_ratio and not self._failed_test and \
-                self._best["warm"] < self.test_ratio * self._best["cold"]:
+        if self.test_ratio and not self._failed_test and min(self._told.values()) >= self.probe \
+                and self._best["warm"] < self.test_ratio * self._best["cold"]:
             self._failed_test = True
             self.warm.drop_prior()
         if self._failed_test:
@@ -176,6 +179,7 @@ class HedgedSearch:
 
     def _record(self, arm: str, config: Config, fraction: float | None) -> None:
         self._results[canonical_json(config)] = fraction
+        self._told[arm] += 1
         if fraction is not None:
             self._best[arm] = max(self._best[arm], fraction)
 
