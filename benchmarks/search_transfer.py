@@ -77,6 +77,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                   "clear_share": 0.9, "fold": True},
     "hedged+trust+clear90+test100": {"hedged": True, "lead_share": 0.75, "prior_trust": True,
                                      "clear_share": 0.9, "test_ratio": 1.0},
+    "hedged+trust+clear90+veto": {"hedged": True, "lead_share": 0.75, "prior_trust": True,
+                                  "clear_share": 0.9, "top_veto": True},
     # the prior's ``unmeasured`` (``tuner.search.transfer.measured_prior``), not a search option
     "hedged+trust+clear90+nopart": {"hedged": True, "lead_share": 0.75, "prior_trust": True,
                                     "clear_share": 0.9, "unmeasured": "no-part"},

@@ -280,6 +280,36 @@ def test_a_hedged_search_resumes_from_its_history():
     assert canonical_json(nxt.config) not in {canonical_json(t.config) for t in history}
 
 
+def test_the_veto_distrusts_a_prior_right_about_poor_configs_and_wrong_about_good_ones():
+    """``top_veto``: ten configs measured 0.1 … 1.0; the prior orders the poorer five rightly
+    and puts the better five above them but backwards. Its agreement over all ten is positive,
+    over the better half -1: trusted as far as it agrees without the veto, not at all with it.
+    The veto waits for 2 × TRUST_POINTS successes, and an exact prior passes it."""
+    rec = load_recording(replay_file("pnpoly_RTX_3090.json.gz"))
+    space, ctx = recorded_space(rec), Context(rec.problem(), "fp32")
+    configs = ModelSearch(space, ctx, 0)._ensure()[:10]
+    fractions = [0.1 * (i + 1) for i in range(10)]
+    for order, veto, trusted in (([1, 2, 3, 4, 5, 10, 9, 8, 7, 6], False, "agreement"),
+                                 ([1, 2, 3, 4, 5, 10, 9, 8, 7, 6], True, 0.0),
+                                 (list(range(1, 11)), True, 1.0)):
+        by_key = {canonical_json(c): float(r) for c, r in zip(configs, order, strict=True)}
+
+        def prior(config, by_key=by_key):
+            return by_key.get(canonical_json(config), 0.0)
+
+        search = ModelSearch(space, ctx, 0, prior=prior, prior_trust=True, top_veto=veto)
+        for config, fraction in zip(configs[:7], fractions[:7], strict=True):
+            search.observe(config, fraction)
+        assert search.top_agreement() is None  # seven successes: not yet
+        for config, fraction in zip(configs[7:], fractions[7:], strict=True):
+            search.observe(config, fraction)
+        agreement = search.agreement()
+        assert agreement is not None and agreement > 0.4
+        expected = agreement if trusted == "agreement" else trusted
+        assert search.trust() == pytest.approx(expected)
+        assert search.top_agreement() == pytest.approx(-1.0 if order[5] == 10 else 1.0)
+
+
 def test_a_cold_search_reports_full_trust_and_no_agreement():
     rec = load_recording(replay_file("pnpoly_RTX_3090.json.gz"))
     search = ModelSearch(recorded_space(rec), Context(rec.problem(), "fp32"), 0)

@@ -98,6 +98,10 @@ def normal_cdf(z: np.ndarray) -> np.ndarray:
     return cdf
 
 
+#: New points after which ``GaussianProcess.fit_believing`` re-chooses the hyperparameters.
+REFIT_EVERY = 8
+
+
 class GaussianProcess:
     def __init__(self, optional: tuple[int, ...] = ()) -> None:
         self.optional = optional
@@ -154,6 +158,19 @@ class GaussianProcess:
         chol = np.linalg.cholesky(k + 1e-9 * np.eye(len(x)))
         self._chol_inv = np.linalg.inv(chol)  # small (n x n): prediction is then two matmuls
         self._alpha = self._chol_inv.T @ (self._chol_inv @ ys)
+
+    def fit_believing(self, x: np.ndarray, y: np.ndarray, pending: np.ndarray) -> None:
+        """Fit to the measured points ``x`` (targets ``y``), re-choosing the hyperparameters
+        every REFIT_EVERY new points, or every eighth of them once there are many (the grid
+        search is most of a proposal's CPU time; late points move them little); then the
+        in-flight points ``pending`` count at their predicted value (kriging believer), so
+        successive proposals spread out."""
+        if self.tuned_at is None or len(x) - self.tuned_at >= max(REFIT_EVERY, len(x) // 8):
+            self.fit_hyperparameters(x, y)
+        self.fit(x, y)
+        if len(pending):
+            believed, _ = self.predict(pending)
+            self.fit(np.vstack([x, pending]), np.concatenate([y, believed]))
 
     def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Mean and standard deviation, in the units of the fitted targets."""

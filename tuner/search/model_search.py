@@ -49,8 +49,10 @@ A **prior** (a predicted log fraction per config: the kernel's model, or another
 ``tuner.search.transfer``) is believed whole; ``prior_trust=True`` (what the hedge's warm
 twin uses, ``tuner.search.hedged``) weights it by ``trust()``: 1 until
 ``TRUST_POINTS`` configs are measured, then its rank agreement with the measurements, clipped
-at 0. ``agreement()`` is reported either way. Warm-start configs from a space that differs
-(names, grid) are measured as their nearest config here (``tuner.search.transfer.map_config``).
+at 0 (``top_veto``: 0 while the prior misorders the better half of what was measured,
+``top_agreement()``). ``agreement()`` is reported either way. Warm-start configs from a space
+that differs (names, grid) are measured as their nearest config here
+(``tuner.search.transfer.map_config``).
 The service never runs this search alone with a prior: ``tuner.search.hedged`` pairs it with a
 cold twin.
 
@@ -72,6 +74,7 @@ from search_spaces import Config
 from search_spaces import Context
 from search_spaces import SearchSpace
 from search_spaces import canonical_json as _key
+from tuner.search import agreement
 from tuner.search import local
 from tuner.search.candidates import TOP_K
 from tuner.search.candidates import scored_pool
@@ -82,13 +85,11 @@ from tuner.search.encoding import Encoder
 from tuner.search.gp import GaussianProcess
 from tuner.search.gp import expected_improvement
 from tuner.search.gp import normal_scores
-from tuner.search.gp import rank_agreement
 from tuner.search.gp import success_share
 from tuner.search.proposer import Asked
 from tuner.search.proposer import Told
 from tuner.search.transfer import map_config
 
-REFIT_EVERY = 8
 #: Weight of the standard deviation in the stalled search's upper-confidence-bound steps.
 EXPLORE_KAPPA = 2.0
 #: Configs this many parameters apart are in distinct basins (``diverse_tops``, a stalled
@@ -104,6 +105,10 @@ ALTERNATIVES = ("elsewhere", "local", "climb")
 CLIMB_PATIENCE = 2
 #: Measured configs from which the prior's rank agreement is computed (before: full trust).
 TRUST_POINTS = 4
+#: Trust 0 while the prior's rank agreement over the better half of the measured configs is
+#: not positive (``top_veto``; candidate ``hedged+trust+clear90+veto`` of
+#: ``benchmarks/search_transfer.py``).
+TOP_VETO = False
 
 
 class ModelSearch:
@@ -118,7 +123,8 @@ class ModelSearch:
                  failed_in_model: bool = True, explore_after: int = 0,
                  prior_trust: bool = False, diverse_tops: str = "mixed",
                  pow2_features: str = "auto", alternatives_after: int = 10,
-                 alternatives: str = "climb", climb_patience: int = CLIMB_PATIENCE) -> None:
+                 alternatives: str = "climb", climb_patience: int = CLIMB_PATIENCE,
+                 top_veto: bool = TOP_VETO) -> None:
         if diverse_tops not in DIVERSE_TOPS:
             raise ValueError(f"diverse_tops must be one of {', '.join(DIVERSE_TOPS)}")
         if pow2_features not in POW2_FEATURES:
@@ -128,6 +134,7 @@ class ModelSearch:
         self.alternatives = alternatives
         self.pow2_features = pow2_features
         self.prior_trust = prior_trust
+        self.top_veto = top_veto
         self.diverse_tops = diverse_tops
         self.local_top = local_top
         self.feasibility = feasibility
@@ -251,9 +258,13 @@ class ModelSearch:
     # -- phases -----------------------------------------------------------------------------------
     def trust(self) -> float:
         """How far the prior is believed, in [0, 1]: 1.0, or with ``prior_trust`` its
-        ``agreement()`` clipped at 0 once TRUST_POINTS configs are measured."""
-        agreement = self.agreement()
-        return 1.0 if agreement is None or not self.prior_trust else max(0.0, agreement)
+        ``agreement()`` clipped at 0 once TRUST_POINTS configs are measured (with
+        ``top_veto``, 0 while ``top_agreement()`` is known and not positive)."""
+        overall = self.agreement()
+        if overall is None or not self.prior_trust:
+            return 1.0
+        top = self.top_agreement() if self.top_veto else None
+        return 0.0 if top is not None and top <= 0.0 else max(0.0, overall)
 
     def drop_prior(self) -> None:
         """From now on a search without a prior; what it measured is kept."""
@@ -262,14 +273,14 @@ class ModelSearch:
     def agreement(self) -> float | None:
         """Spearman's rank correlation between the prior and the measured log fractions
         (failures below every success); ``None`` without a prior or before TRUST_POINTS."""
-        if self.prior is None or len(self.observed) < TRUST_POINTS:
-            return None
-        measured = list(self.observed)
-        ok = [y for y in self.observed.values() if y is not None]
-        floor = min(ok) - 1.0 if ok else 0.0
-        y = np.array([floor if self.observed[i] is None else self.observed[i] for i in measured],
-                     dtype=float)
-        return rank_agreement(self._prior[measured], y)
+        return None if self.prior is None else \
+            agreement.overall(self._prior, self.observed, TRUST_POINTS)
+
+    def top_agreement(self) -> float | None:
+        """The same over the better half of the successes; ``None`` without a prior or before
+        2 × TRUST_POINTS successes (``agreement.better_half``)."""
+        return None if self.prior is None else \
+            agreement.better_half(self._prior, self.observed, 2 * TRUST_POINTS)
 
     def _initial(self, free: list[int]) -> int:
         for seed in [*self.warm_start, *self.space.seed_configs()]:
@@ -377,19 +388,9 @@ class ModelSearch:
         return success_share(self._x[pool], self._x[measured], ok, gp.lengths)
 
     def _fit(self, gp: GaussianProcess, idx: list[int], y: np.ndarray) -> None:
-        """Fit ``gp`` to the measured candidates ``idx`` (targets ``y``), re-choosing its
-        hyperparameters every REFIT_EVERY new points; in-flight configs then count at their
-        predicted value (kriging believer), so successive proposals spread out."""
-        x = self._x[idx]
-        # Re-chosen every REFIT_EVERY points, or every eighth of them once there are many
-        # (the grid search is most of a proposal's CPU time; late points move them little).
-        if gp.tuned_at is None or len(idx) - gp.tuned_at >= max(REFIT_EVERY, len(idx) // 8):
-            gp.fit_hyperparameters(x, y)
-        gp.fit(x, y)
-        if self.pending:
-            pending = sorted(self.pending)
-            believed, _ = gp.predict(self._x[pending])
-            gp.fit(np.vstack([x, self._x[pending]]), np.concatenate([y, believed]))
+        """Fit ``gp`` to the measured candidates ``idx`` (targets ``y``), the configs in
+        flight at their predicted value (``GaussianProcess.fit_believing``)."""
+        gp.fit_believing(self._x[idx], y, self._x[sorted(self.pending)])
 
     def _moves(self, idx: int, free: set[int], depth: int) -> np.ndarray:
         """Unmeasured valid configs that differ from candidate ``idx`` in exactly ``depth``
