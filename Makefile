@@ -44,10 +44,11 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-logo
 
-# Every tier on every core: fast, then real processes, the fleet (PostgreSQL, Redis, Celery)
-# and the GPU (skipped without one).
+# Every tier on every core: the fleet (PostgreSQL, Redis, Celery), real processes, the GPU
+# (skipped without one), then the fast tier, whose short tests an idle core steals at the end
+# (tests/conftest.py, TIER_ORDER).
 test: lint
-	$(BIN)/pytest -q -n auto --durations=40
+	$(BIN)/pytest -q -n auto --dist worksteal --durations=40
 
 # The pre-commit check: unit tests and the control plane in-process (under 2 minutes on 2 cores).
 test-fast: $(STAMP)

@@ -24,6 +24,22 @@ REPLAY_DIR_CANDIDATES = (ROOT / "benchmarks" / "data" / "replay",
 FAULT_KERNEL = str(ROOT / "tests" / "kernels" / "fault_kernel.py")
 
 
+#: The order the tiers run in: the slow ones first, so the many short tests of the fast tier
+#: are what is left at the end, where an idle worker steals them (``--dist worksteal``) and
+#: no worker waits alone for a long test begun late.
+TIER_ORDER = ("fleet", "process", "gpu", "fast")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Runs the tiers in ``TIER_ORDER`` (stable within a tier); every worker sorts alike."""
+    def tier(item: pytest.Item) -> int:
+        parts = Path(str(item.path)).relative_to(ROOT).parts
+        name = parts[1] if len(parts) > 2 and parts[0] == "tests" else ""
+        return TIER_ORDER.index(name) if name in TIER_ORDER else len(TIER_ORDER)
+
+    items.sort(key=tier)
+
+
 def replay_file(name: str) -> Path:
     """A recorded space from the repository (or the shared folder beside it)."""
     for folder in REPLAY_DIR_CANDIDATES:

@@ -58,7 +58,7 @@ def test_static_check_reads_real_compiler_figures_for_hopper(cache_dir):
 
 
 def test_configs_failing_their_static_check_never_reach_a_backend(settings):
-    spec = JobSpec(kernel=UNCONSTRAINED, problems=[{"M": 256, "N": 256, "K": 256}],
+    spec = JobSpec(kernel=UNCONSTRAINED, problems=[{"M": 128, "N": 128, "K": 128}],
                    dtype="bf16", backend="interpret", device_kind="cpu", sampler="random",
                    seed=3, budget=Budget(trials=6), parallel=2, timing=FAST,
                    static_check="h100-sxm", confirm_top=0)
