@@ -78,7 +78,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "hedged+trust+clear90+test100": {"hedged": True, "lead_share": 0.75, "prior_trust": True,
                                      "clear_share": 0.9, "test_ratio": 1.0},
     "hedged+trust+clear90+veto": {"hedged": True, "lead_share": 0.75, "prior_trust": True,
-                                  "clear_share": 0.9, "top_veto": True},
+                                  "clear_share": 0.9, "top_veto": "always"},
+    "hedged+trust+clear90+vetomap": {"hedged": True, "lead_share": 0.75, "prior_trust": True,
+                                     "clear_share": 0.9, "top_veto": "mapped"},
     # the prior's ``unmeasured`` (``tuner.search.transfer.measured_prior``), not a search option
     "hedged+trust+clear90+nopart": {"hedged": True, "lead_share": 0.75, "prior_trust": True,
                                     "clear_share": 0.9, "unmeasured": "no-part"},

@@ -24,6 +24,7 @@ from tuner.search.gp import rank_agreement
 from tuner.search.hedged import HedgedSearch
 from tuner.search.model_search import ModelSearch
 from tuner.search.proposer import Told
+from tuner.search.transfer import MeasuredPrior
 from tuner.search.transfer import map_config
 from tuner.search.transfer import match_names
 from tuner.search.transfer import measured_prior
@@ -289,9 +290,10 @@ def test_the_veto_distrusts_a_prior_right_about_poor_configs_and_wrong_about_goo
     space, ctx = recorded_space(rec), Context(rec.problem(), "fp32")
     configs = ModelSearch(space, ctx, 0)._ensure()[:10]
     fractions = [0.1 * (i + 1) for i in range(10)]
-    for order, veto, trusted in (([1, 2, 3, 4, 5, 10, 9, 8, 7, 6], False, "agreement"),
-                                 ([1, 2, 3, 4, 5, 10, 9, 8, 7, 6], True, 0.0),
-                                 (list(range(1, 11)), True, 1.0)):
+    for order, veto, trusted in (([1, 2, 3, 4, 5, 10, 9, 8, 7, 6], "never", "agreement"),
+                                 ([1, 2, 3, 4, 5, 10, 9, 8, 7, 6], "always", 0.0),
+                                 ([1, 2, 3, 4, 5, 10, 9, 8, 7, 6], "mapped", "agreement"),
+                                 (list(range(1, 11)), "always", 1.0)):
         by_key = {canonical_json(c): float(r) for c, r in zip(configs, order, strict=True)}
 
         def prior(config, by_key=by_key):
@@ -308,6 +310,30 @@ def test_the_veto_distrusts_a_prior_right_about_poor_configs_and_wrong_about_goo
         expected = agreement if trusted == "agreement" else trusted
         assert search.trust() == pytest.approx(expected)
         assert search.top_agreement() == pytest.approx(-1.0 if order[5] == 10 else 1.0)
+    # "mapped": vetoed only for a measured prior whose source grid does not hold this space's.
+    wrong = [1, 2, 3, 4, 5, 10, 9, 8, 7, 6]
+    by_key = {canonical_json(c): float(r) for c, r in zip(configs, wrong, strict=True)}
+    grid = {p.name: list(p.values()) for p in space.params}
+    coarse = {name: values[::2] for name, values in grid.items()}
+    for source_grid, trusted in ((grid, "agreement"), (coarse, 0.0)):
+        measured = MeasuredPrior(lambda c: by_key.get(canonical_json(c), 0.0), source_grid)
+        search = ModelSearch(space, ctx, 0, prior=measured, prior_trust=True, top_veto="mapped")
+        for config, fraction in zip(configs, fractions, strict=True):
+            search.observe(config, fraction)
+        assert search.trust() == pytest.approx(
+            search.agreement() if trusted == "agreement" else trusted)
+    with pytest.raises(ValueError, match="top_veto"):
+        ModelSearch(space, ctx, 0, top_veto="sometimes")
+
+
+def test_a_measured_prior_holds_a_space_only_where_its_source_measured_every_value():
+    space = SearchSpace("t", (Choice("BLOCK_M", (16, 32, 64)), Choice("num_warps", (4,))))
+    finer = measured_prior([({"block_m": b}, 0.5) for b in (16, 32, 64, 128)])
+    coarse = measured_prior([({"BlockM": b}, 0.5) for b in (16, 64)])
+    renamed = measured_prior([({"tile": b}, 0.5) for b in (16, 32, 64)])
+    assert finer is not None and coarse is not None and renamed is not None
+    assert finer.holds(space)  # names compared normalised; num_warps has one value
+    assert not coarse.holds(space) and not renamed.holds(space)
 
 
 def test_a_cold_search_reports_full_trust_and_no_agreement():

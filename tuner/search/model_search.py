@@ -50,9 +50,9 @@ A **prior** (a predicted log fraction per config: the kernel's model, or another
 twin uses, ``tuner.search.hedged``) weights it by ``trust()``: 1 until
 ``TRUST_POINTS`` configs are measured, then its rank agreement with the measurements, clipped
 at 0 (``top_veto``: 0 while the prior misorders the better half of what was measured,
-``top_agreement()``). ``agreement()`` is reported either way. Warm-start configs from a space
-that differs (names, grid) are measured as their nearest config here
-(``tuner.search.transfer.map_config``).
+``top_agreement()``; ``"mapped"``: only a prior whose source grid does not hold this one's).
+``agreement()`` is reported either way. Warm-start configs from a space that differs (names,
+grid) are measured as their nearest config here (``tuner.search.transfer.map_config``).
 The service never runs this search alone with a prior: ``tuner.search.hedged`` pairs it with a
 cold twin.
 
@@ -88,6 +88,7 @@ from tuner.search.gp import normal_scores
 from tuner.search.gp import success_share
 from tuner.search.proposer import Asked
 from tuner.search.proposer import Told
+from tuner.search.transfer import MeasuredPrior
 from tuner.search.transfer import map_config
 
 #: Weight of the standard deviation in the stalled search's upper-confidence-bound steps.
@@ -106,9 +107,11 @@ CLIMB_PATIENCE = 2
 #: Measured configs from which the prior's rank agreement is computed (before: full trust).
 TRUST_POINTS = 4
 #: Trust 0 while the prior's rank agreement over the better half of the measured configs is
-#: not positive (``top_veto``; candidate ``hedged+trust+clear90+veto`` of
-#: ``benchmarks/search_transfer.py``).
-TOP_VETO = False
+#: not positive (``top_veto``): ``"never"``, ``"always"`` (candidate ``hedged+trust+clear90+veto``
+#: of ``benchmarks/search_transfer.py``) or ``"mapped"``: only for a prior whose source grid does
+#: not hold this space's (``MeasuredPrior.holds``; candidate ``hedged+trust+clear90+vetomap``).
+TOP_VETO = "never"
+TOP_VETOES = ("never", "always", "mapped")
 
 
 class ModelSearch:
@@ -124,17 +127,18 @@ class ModelSearch:
                  prior_trust: bool = False, diverse_tops: str = "mixed",
                  pow2_features: str = "auto", alternatives_after: int = 10,
                  alternatives: str = "climb", climb_patience: int = CLIMB_PATIENCE,
-                 top_veto: bool = TOP_VETO) -> None:
-        if diverse_tops not in DIVERSE_TOPS:
-            raise ValueError(f"diverse_tops must be one of {', '.join(DIVERSE_TOPS)}")
-        if pow2_features not in POW2_FEATURES:
-            raise ValueError(f"pow2_features must be one of {', '.join(POW2_FEATURES)}")
-        if alternatives not in ALTERNATIVES:
-            raise ValueError(f"alternatives must be one of {', '.join(ALTERNATIVES)}")
+                 top_veto: str = TOP_VETO) -> None:
+        for name, value, allowed in (("diverse_tops", diverse_tops, DIVERSE_TOPS),
+                                     ("pow2_features", pow2_features, POW2_FEATURES),
+                                     ("alternatives", alternatives, ALTERNATIVES),
+                                     ("top_veto", top_veto, TOP_VETOES)):
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}")
         self.alternatives = alternatives
         self.pow2_features = pow2_features
         self.prior_trust = prior_trust
-        self.top_veto = top_veto
+        self._vetoed = top_veto == "always" or (top_veto == "mapped" and isinstance(
+            prior, MeasuredPrior) and not prior.holds(space))  # ``top_veto`` applies
         self.diverse_tops = diverse_tops
         self.local_top = local_top
         self.feasibility = feasibility
@@ -263,7 +267,7 @@ class ModelSearch:
         overall = self.agreement()
         if overall is None or not self.prior_trust:
             return 1.0
-        top = self.top_agreement() if self.top_veto else None
+        top = self.top_agreement() if self._vetoed else None
         return 0.0 if top is not None and top <= 0.0 else max(0.0, overall)
 
     def drop_prior(self) -> None:

@@ -148,8 +148,33 @@ def _number(value: Any) -> bool:
 UNMEASURED = ("nearest", "no-part")
 
 
+class MeasuredPrior:
+    """A prior from measured results (``measured_prior``) that knows the grid its source
+    measured: the values of each of the source's parameters."""
+
+    def __init__(self, value: Callable[[Config], float], grid: Mapping[str, list[Any]]) -> None:
+        self._value, self.grid = value, grid
+
+    def __call__(self, config: Config) -> float:
+        return self._value(config)
+
+    def holds(self, space: SearchSpace) -> bool:
+        """Whether the source measured, under the same name (``normalised_name``), every value
+        of every parameter of ``space`` that has more than one: a prior used without mapping
+        anything to a nearest value."""
+        names = {normalised_name(k): k for k in self.grid}
+        for p in space.params:
+            values = list(p.values())
+            source = names.get(normalised_name(p.name))
+            if source is None and len(values) > 1:
+                return False
+            if source is not None and not set(values) <= set(self.grid[source]):
+                return False
+        return True
+
+
 def measured_prior(results: Iterable[tuple[Config, float | None]],
-                   unmeasured: str = "nearest") -> Callable[[Config], float] | None:
+                   unmeasured: str = "nearest") -> MeasuredPrior | None:
     """A search prior from measured results of the same kernel and problem on another device:
     ``(config, roofline fraction or None for a failure)`` pairs. The prior of a config is the
     log fraction, relative to the best there, of the source config it maps to (0 for the best;
@@ -211,4 +236,4 @@ def measured_prior(results: Iterable[tuple[Config, float | None]],
             value = translated(config)
         return typical if value is None else value - top
 
-    return prior
+    return MeasuredPrior(prior, grid)
