@@ -114,11 +114,18 @@ def test_a_huge_grid_with_few_valid_configs_gives_the_search_all_of_them():
     assert candidates == walked and all(space.is_valid(c, ctx) for c in candidates[::50])
 
 
-def test_the_valid_configs_of_a_huge_grid_are_counted_when_few():
-    """The driver stops a problem once every valid config is measured; it needs the count."""
+def test_the_valid_configs_of_a_huge_grid_are_counted_when_few(monkeypatch):
+    """The driver stops a problem once every valid config is measured; it needs the count.
+    The walk's deadline is lifted to 30 s (a hang bound: on a loaded machine the first count
+    took over the usual second and came back ``None``) and checked on its own at 0 s; the
+    second problem has more than COUNT_MOST valid configs."""
     chain = resolve_kernel(CHAIN, "interpret").space
-    assert candidates.count_valid(chain, Context({"M": 16, "N": 32, "K": 16}, "fp16")) == 3765
+    few = Context({"M": 16, "N": 32, "K": 16}, "fp16")
+    monkeypatch.setattr(candidates, "COUNT_SECONDS", 30.0)
+    assert candidates.count_valid(chain, few) == 3765
     assert candidates.count_valid(chain, Context({"M": 24, "N": 40, "K": 20}, "fp16")) is None
+    monkeypatch.setattr(candidates, "COUNT_SECONDS", 0.0)
+    assert candidates.count_valid(chain, few) is None  # past its deadline
     matmul = resolve_kernel("matmul", "interpret").space
     ctx = Context({"M": 64, "N": 64, "K": 64}, "fp16")
     assert candidates.count_valid(matmul, ctx) == len(_plain(matmul, ctx))
